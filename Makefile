@@ -1,0 +1,92 @@
+# pywalk: plain GNU make. `make` builds build/pywalk; `make test` runs unit and end-to-end
+# tests; `make bench` measures. Everything generated goes under $(O).
+O ?= build
+CLANG ?= clang
+BPFTOOL ?= bpftool
+LLVM_STRIP ?= llvm-strip
+CC ?= cc
+PYTHON ?= /usr/bin/python3
+PREFIX ?= /usr/local
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+WERROR ?= $(if $(CI),-Werror,)
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra $(WERROR)
+PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs libbpf libelf 2>/dev/null || echo -lbpf -lelf) -lz
+USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all check test e2e bench install clean lint format deps
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(O)/pywalk
+
+$(O)/pywalk.bpf.o: bpf/pywalk.bpf.c bpf/abi.h bpf/walk.h vmlinux/vmlinux.h | $(O)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(O)/pywalk.skel.h: $(O)/pywalk.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name pywalk_bpf > $@
+
+$(O)/user/%.o: user/%.c $(O)/pywalk.skel.h | $(O)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(O)/pywalk: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -lncursesw -o $@
+
+$(O)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(O)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Itests/unit $< $(LIB_OBJS) $(PKG_LIBS) -lncursesw -lcmocka -o $@
+
+$(O) $(O)/user $(O)/tests:
+	$(Q)mkdir -p $@
+
+check: $(UNIT_BINS)
+	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: $(O)/pywalk
+	$(Q)PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e $(PYTEST_ARGS)
+
+test: check e2e
+
+bench: $(O)/pywalk
+	$(Q)scripts/bench.sh
+
+install: $(O)/pywalk
+	install -D -m 0755 $(O)/pywalk $(DESTDIR)$(PREFIX)/bin/pywalk
+	install -D -m 0644 doc/pywalk.1 $(DESTDIR)$(PREFIX)/share/man/man1/pywalk.1
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+lint:
+	$(Q)$(MAKE) --no-print-directory clean
+	$(Q)$(MAKE) --no-print-directory WERROR=-Werror all check
+
+format:
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c
+
+clean:
+	rm -rf $(O)
+
+-include $(USER_OBJS:.o=.d)

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPython frame walker and thread-state finder, written once as plain C over a
+ * read-user-memory hook so the BPF program and the userspace unit tests (synthetic
+ * memory images) run the same code. Each function does one bounded step; the caller
+ * supplies the loop (bpf_loop in BPF, a plain for loop in tests).
+ *
+ * The includer defines PW_READ_USER(dst, size, addr) returning 0 or a negative error,
+ * and PW_INLINE. Nothing here allocates, symbolizes or reads strings. */
+#ifndef PW_WALK_H
+#define PW_WALK_H
+
+#include "abi.h"
+
+#ifndef PW_INLINE
+#define PW_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* Little-endian loads at a byte offset inside a buffer of `cap` bytes; an offset that
+ * does not fit reads as 0 (the configured offsets are checked in userspace as well). */
+PW_INLINE __u64 pw_load_u64(const __u8 *buf, __u32 off, __u32 cap)
+{
+	__u64 v = 0;
+
+	if (off > cap - 8)
+		return 0;
+	__builtin_memcpy(&v, buf + off, 8);
+	return v;
+}
+
+PW_INLINE __u32 pw_load_u32(const __u8 *buf, __u32 off, __u32 cap)
+{
+	__u32 v = 0;
+
+	if (off > cap - 4)
+		return 0;
+	__builtin_memcpy(&v, buf + off, 4);
+	return v;
+}
+
+PW_INLINE __u8 pw_load_u8(const __u8 *buf, __u32 off, __u32 cap)
+{
+	if (off > cap - 1)
+		return 0;
+	return buf[off];
+}
+
+/* ---- thread state lookup -------------------------------------------------------------- */
+
+struct pw_tfind {
+	__u64 want_id; /* gettid() or fsbase, per thread_match */
+	__u64 interp;  /* interpreter whose list is being walked */
+	__u64 tstate;  /* next thread state to look at, 0 = move to the next interpreter */
+	__u64 found;   /* the match, 0 while not found */
+	__u32 n_interps;
+	int err;       /* negative when a read failed */
+};
+
+/* Start a lookup: reads _PyRuntime.interpreters.head. Returns 0 or a negative error. */
+PW_INLINE int pw_tfind_init(struct pw_tfind *st, const struct pw_proc *cfg, __u64 want_id)
+{
+	__u64 interp = 0;
+	int err;
+
+	st->want_id = want_id;
+	st->found = 0;
+	st->tstate = 0;
+	st->n_interps = 0;
+	st->err = 0;
+	err = PW_READ_USER(&interp, sizeof(interp), cfg->runtime_addr + cfg->off.runtime_interp_head);
+	if (err)
+		return err;
+	st->interp = interp;
+	if (interp) {
+		err = PW_READ_USER(&st->tstate, sizeof(st->tstate),
+				   interp + cfg->off.interp_threads_head);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* One thread state (or one hop to the next interpreter). Returns 1 when done (found, end of
+ * lists, or error in st->err), 0 to go on. */
+PW_INLINE int pw_tfind_step(struct pw_tfind *st, const struct pw_proc *cfg)
+{
+	__u64 id = 0, next = 0;
+	int err;
+
+	if (!st->interp)
+		return 1;
+	if (!st->tstate) {
+		if (++st->n_interps >= PW_MAX_INTERPRETERS)
+			return 1;
+		err = PW_READ_USER(&next, sizeof(next), st->interp + cfg->off.interp_next);
+		if (err)
+			goto fault;
+		st->interp = next;
+		if (!next)
+			return 1;
+		err = PW_READ_USER(&st->tstate, sizeof(st->tstate),
+				   next + cfg->off.interp_threads_head);
+		if (err)
+			goto fault;
+		return 0;
+	}
+	if (cfg->thread_match == PW_MATCH_NATIVE_TID) {
+		__u32 tid = 0; /* unsigned long in CPython, a pid_t fits 32 bits */
+
+		err = PW_READ_USER(&tid, sizeof(tid), st->tstate + cfg->off.tstate_thread_id);
+		id = tid;
+	} else {
+		err = PW_READ_USER(&id, sizeof(id), st->tstate + cfg->off.tstate_thread_id);
+	}
+	if (err)
+		goto fault;
+	if (id == st->want_id) {
+		st->found = st->tstate;
+		return 1;
+	}
+	err = PW_READ_USER(&next, sizeof(next), st->tstate + cfg->off.tstate_next);
+	if (err)
+		goto fault;
+	st->tstate = next;
+	return 0;
+fault:
+	st->err = err;
+	return 1;
+}
+
+/* ---- frame walk ----------------------------------------------------------------------- */
+
+struct pw_walk {
+	__u64 frame;	   /* next frame to visit */
+	__u64 base_frame;  /* 3.15+: where a complete walk ends */
+	__u64 cycle_mark;  /* Brent's cycle detection: a remembered frame ... */
+	__u32 cycle_power; /* ... re-remembered at each power of two steps */
+	__u32 cycle_len;
+	__u32 visited;	   /* frames read, shims included */
+	__u32 nframes;	   /* frames stored in out */
+	__u32 max_depth;   /* Python frames allowed; one more is a depth rejection */
+	__u8 last_was_entry;
+	__u8 outcome;	   /* PW_OUT__CONTINUE until the walk ends */
+	__u8 pad[2];
+	struct pw_frame *out; /* PW_MAX_FRAMES_CAP slots */
+};
+
+/* Prepare a walk from the thread state image `ts` (tstate_read_size bytes read from the
+ * target). `current` is the innermost frame (already resolved through the cframe on
+ * 3.11/3.12). */
+PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const __u8 *ts,
+			    __u64 current, __u32 max_depth, struct pw_frame *out)
+{
+	w->frame = current;
+	w->base_frame = 0;
+	if (cfg->chain_kind == PW_CHAIN_BASE)
+		w->base_frame = pw_load_u64(ts, cfg->off.tstate_base_frame, PW_TSTATE_READ_MAX);
+	w->cycle_mark = 0;
+	w->cycle_power = 1;
+	w->cycle_len = 0;
+	w->visited = 0;
+	w->nframes = 0;
+	w->max_depth = max_depth > PW_MAX_FRAMES_CAP ? PW_MAX_FRAMES_CAP : max_depth;
+	w->last_was_entry = 0;
+	w->outcome = PW_OUT__CONTINUE;
+	w->out = out;
+}
+
+/* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on. */
+PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
+{
+	__u8 buf[PW_FRAME_READ_MAX];
+	__u32 size = cfg->off.frame_read_size;
+	__u64 code, previous;
+	__u8 owner = 0;
+	int err;
+
+	if (cfg->chain_kind == PW_CHAIN_BASE) {
+		/* 3.15+: complete iff the chain reaches tstate->base_frame (CPython PR #141912);
+		 * NULL before it means the sample caught a push/pop half done. */
+		if (w->frame == w->base_frame && w->base_frame) {
+			w->outcome = w->nframes ? PW_OUT_SHIPPED : PW_OUT_EMPTY;
+			return 1;
+		}
+		if (!w->frame) {
+			w->outcome = PW_OUT_TORN;
+			return 1;
+		}
+	} else if (!w->frame) {
+		if (!w->visited)
+			w->outcome = PW_OUT_EMPTY;
+		else if (cfg->chain_kind == PW_CHAIN_FRAMEOBJ || w->last_was_entry)
+			/* 3.10: f_back NULL is all there is to check. 3.11-3.14: the bottom
+			 * frame must be an entry frame; anything else ended early. */
+			w->outcome = w->nframes ? PW_OUT_SHIPPED : PW_OUT_EMPTY;
+		else
+			w->outcome = PW_OUT_TORN;
+		return 1;
+	}
+
+	if (w->frame == w->cycle_mark) {
+		w->outcome = PW_OUT_CYCLE;
+		return 1;
+	}
+	if (w->cycle_len == w->cycle_power) {
+		w->cycle_mark = w->frame;
+		w->cycle_power <<= 1;
+		w->cycle_len = 0;
+	}
+	w->cycle_len++;
+
+	if (size > PW_FRAME_READ_MAX)
+		size = PW_FRAME_READ_MAX;
+	__builtin_memset(buf, 0, sizeof(buf));
+	err = PW_READ_USER(buf, size, w->frame);
+	if (err) {
+		w->outcome = PW_OUT_READ_FAULT;
+		return 1;
+	}
+	w->visited++;
+	code = pw_load_u64(buf, cfg->off.frame_code, PW_FRAME_READ_MAX);
+	code &= ~(__u64)((1u << cfg->code_tag_bits) - 1);
+	previous = pw_load_u64(buf, cfg->off.frame_previous, PW_FRAME_READ_MAX);
+	if (cfg->off.frame_owner != PW_OFF_NONE) {
+		owner = pw_load_u8(buf, cfg->off.frame_owner, PW_FRAME_READ_MAX);
+		if (owner > cfg->max_owner) {
+			w->outcome = PW_OUT_BAD_FRAME;
+			return 1;
+		}
+	}
+
+	if (owner == cfg->shim_owner) {
+		/* Entry/shim frame (C -> Python boundary): part of the chain, never shipped. */
+		w->last_was_entry = 1;
+	} else {
+		__u32 instr, idx;
+
+		if (!code) {
+			w->outcome = PW_OUT_BAD_FRAME;
+			return 1;
+		}
+		if (w->nframes >= w->max_depth) {
+			w->outcome = PW_OUT_DEPTH;
+			return 1;
+		}
+		if (cfg->chain_kind == PW_CHAIN_FRAMEOBJ) {
+			/* 3.10 f_lasti: index in code units, -1 before the first instruction */
+			instr = pw_load_u32(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
+		} else {
+			__u64 ip = pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
+			__u64 start = code + cfg->off.code_adaptive;
+
+			/* 3.11+: instruction pointer -> offset in 2-byte code units; before
+			 * the first instruction (3.11/3.12 prev_instr = start - 1) is NONE */
+			instr = ip >= start && ip - start < 0x1fffffffeull ? (__u32)((ip - start) >> 1) :
+									   PW_INSTR_NONE;
+		}
+		w->last_was_entry =
+			cfg->off.frame_is_entry != PW_OFF_NONE &&
+			pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
+		idx = w->nframes;
+		if (idx < PW_MAX_FRAMES_CAP) {
+			w->out[idx].code = code;
+			w->out[idx].instr = instr;
+			w->out[idx].pad = 0;
+		}
+		w->nframes = idx + 1;
+	}
+	w->frame = previous;
+	return 0;
+}
+
+/* The most frames a walk can visit: shipped frames plus one entry shim for each, plus the
+ * final NULL/base check. The loop bound; a walk still going past it is a depth rejection. */
+PW_INLINE __u32 pw_walk_bound(__u32 max_depth)
+{
+	return 2 * max_depth + 2;
+}
+
+#endif /* PW_WALK_H */

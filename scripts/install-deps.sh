@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install the Debian packages pywalk needs to build, test and benchmark. Idempotent: it
+# installs only what is missing, so a second run is quick and offline.
+set -eu
+pkgs="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
+libncurses-dev libcmocka-dev python3 python3-pytest debootstrap"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+	echo "install-deps: all packages present"
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing:$missing; run as root to install them" >&2
+	exit 1
+fi
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

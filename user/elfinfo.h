@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* libelf: find what pywalk needs in a binary (_PyRuntime, Py_Version) without running it. */
+#ifndef PW_ELFINFO_H
+#define PW_ELFINFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct elf_pyinfo {
+	uint64_t runtime_vaddr;	   /* _PyRuntime (symbol, else the .PyRuntime section); 0 = none */
+	uint64_t py_version;	   /* value of the Py_Version constant (3.11+), 0 = not found */
+	uint64_t code_type_vaddr;  /* PyCode_Type, 0 = not found */
+	uint64_t first_load_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned down */
+	bool is_dyn;		   /* ET_DYN (PIE or shared library) */
+};
+
+/* Inspect the ELF file open on `fd`. Returns 0 (runtime_vaddr may be 0: not Python),
+ * -ENOEXEC when it is not an ELF file, or another negative errno. */
+int elf_read_pyinfo(int fd, struct elf_pyinfo *out);
+
+#endif

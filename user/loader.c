@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/* libbpf skeleton wiring: one perf event per online CPU, the ring buffer consumer and the
+ * maps userspace writes (procs) or reads (outcomes). */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "loader.h"
+#include "pywalk.skel.h"
+
+struct loader {
+	struct pywalk_bpf *skel;
+	struct bpf_link **links;
+	int *pfds;
+	int ncpus;
+	struct ring_buffer *rb;
+	struct loader_opts opts;
+};
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct loader *ld = ctx;
+
+	return ld->opts.on_sample(ld->opts.ctx, data, size);
+}
+
+static int perf_attr_for(const char *event, uint32_t freq, struct perf_event_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->freq = 1;
+	attr->sample_freq = freq;
+	if (!event || !strcmp(event, "cpu-clock")) {
+		attr->type = PERF_TYPE_SOFTWARE;
+		attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	} else if (!strcmp(event, "task-clock")) {
+		attr->type = PERF_TYPE_SOFTWARE;
+		attr->config = PERF_COUNT_SW_TASK_CLOCK;
+	} else if (!strcmp(event, "cycles")) {
+		attr->type = PERF_TYPE_HARDWARE;
+		attr->config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void set_why(char *why, size_t why_size, const char *what, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		snprintf(why, why_size,
+			 "%s: permission denied (run as root, or grant CAP_BPF, CAP_PERFMON and "
+			 "CAP_SYS_PTRACE)",
+			 what);
+	else
+		snprintf(why, why_size, "%s: %s", what, strerror(-err));
+}
+
+struct loader *loader__open(const struct loader_opts *opts, char *why, size_t why_size)
+{
+	struct perf_event_attr attr;
+	struct loader *ld;
+	int err, ncpus;
+
+	ld = calloc(1, sizeof(*ld));
+	if (!ld) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ld->opts = *opts;
+	err = perf_attr_for(opts->event, opts->frequency_hz, &attr);
+	if (err) {
+		snprintf(why, why_size, "unknown event '%s' (use cpu-clock, task-clock or cycles)",
+			 opts->event);
+		goto fail;
+	}
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		err = ncpus ? ncpus : -EINVAL;
+		set_why(why, why_size, "cannot count CPUs", err);
+		goto fail;
+	}
+	ld->ncpus = ncpus;
+
+	ld->skel = pywalk_bpf__open();
+	if (!ld->skel) {
+		err = -errno;
+		set_why(why, why_size, "cannot open the BPF object", err);
+		goto fail;
+	}
+	ld->skel->rodata->max_depth = opts->max_depth;
+	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	err = pywalk_bpf__load(ld->skel);
+	if (err) {
+		set_why(why, why_size, "cannot load the BPF program (needs a kernel with BTF, "
+				       "bpf_loop and ring buffers: Linux 5.17+)", err);
+		goto fail;
+	}
+
+	ld->links = calloc(ncpus, sizeof(*ld->links));
+	ld->pfds = calloc(ncpus, sizeof(*ld->pfds));
+	if (!ld->links || !ld->pfds) {
+		err = -ENOMEM;
+		set_why(why, why_size, "out of memory", err);
+		goto fail;
+	}
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		ld->pfds[cpu] = -1;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* possible but offline CPU */
+			err = -errno;
+			if (err == -ENOENT || err == -EOPNOTSUPP)
+				snprintf(why, why_size,
+					 "perf event '%s' is not available on this machine "
+					 "(try --event cpu-clock)",
+					 opts->event ? opts->event : "cpu-clock");
+			else
+				set_why(why, why_size, "cannot open perf events", err);
+			goto fail;
+		}
+		ld->pfds[cpu] = fd;
+		ld->links[cpu] = bpf_program__attach_perf_event(ld->skel->progs.on_perf_event, fd);
+		if (!ld->links[cpu]) {
+			err = -errno;
+			set_why(why, why_size, "cannot attach to perf events", err);
+			goto fail;
+		}
+	}
+	ld->rb = ring_buffer__new(bpf_map__fd(ld->skel->maps.events), handle_event, ld, NULL);
+	if (!ld->rb) {
+		err = -errno;
+		set_why(why, why_size, "cannot set up the ring buffer", err);
+		goto fail;
+	}
+	return ld;
+fail:
+	loader__free(ld);
+	errno = -err;
+	return NULL;
+}
+
+void loader__free(struct loader *ld)
+{
+	if (!ld)
+		return;
+	ring_buffer__free(ld->rb);
+	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++)
+		bpf_link__destroy(ld->links[cpu]);
+	for (int cpu = 0; ld->pfds && cpu < ld->ncpus; cpu++)
+		if (ld->pfds[cpu] >= 0)
+			close(ld->pfds[cpu]);
+	free(ld->links);
+	free(ld->pfds);
+	pywalk_bpf__destroy(ld->skel);
+	free(ld);
+}
+
+int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg)
+{
+	__u32 key = (__u32)pid;
+
+	if (bpf_map__update_elem(ld->skel->maps.procs, &key, sizeof(key), cfg, sizeof(*cfg),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int loader__remove_process(struct loader *ld, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	if (bpf_map__delete_elem(ld->skel->maps.procs, &key, sizeof(key), 0))
+		return -errno;
+	return 0;
+}
+
+int loader__poll(struct loader *ld, int timeout_ms)
+{
+	int n = ring_buffer__poll(ld->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int loader__drain(struct loader *ld)
+{
+	return ring_buffer__consume(ld->rb);
+}
+
+int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	*runs = 0;
+	for (__u32 k = 0; k <= PW_OUT__COUNT; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map__lookup_elem(ld->skel->maps.outcomes, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0)) {
+			free(vals);
+			return -errno;
+		}
+		for (int c = 0; c < ncpus; c++)
+			sum += vals[c];
+		if (k < PW_OUT__COUNT)
+			counts[k] = sum;
+		else
+			*runs = sum;
+	}
+	free(vals);
+	return 0;
+}

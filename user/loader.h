@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The BPF side's lifetime: open/configure/load the skeleton, perf events on every CPU,
+ * the ring buffer, per-process config, outcome counters, teardown. */
+#ifndef PW_LOADER_H
+#define PW_LOADER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+
+struct loader;
+
+struct loader_opts {
+	uint32_t frequency_hz;
+	uint32_t max_depth;
+	const char *event; /* "cpu-clock" (default), "cycles", "task-clock" */
+	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
+	int (*on_sample)(void *ctx, const void *data, size_t size);
+	void *ctx;
+};
+
+/* Load and attach. On failure returns NULL with errno set and a sentence in `why`. */
+struct loader *loader__open(const struct loader_opts *opts, char *why, size_t why_size);
+void loader__free(struct loader *ld);
+
+/* Start sampling process `pid` with config `cfg`. 0 or a negative errno. */
+int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg);
+int loader__remove_process(struct loader *ld, pid_t pid);
+
+/* Wait up to timeout_ms for records and hand them to on_sample. Returns records handled or
+ * a negative errno (-EINTR is not an error). */
+int loader__poll(struct loader *ld, int timeout_ms);
+/* Hand over every record already in the ring buffer. */
+int loader__drain(struct loader *ld);
+
+/* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
+int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
+
+#endif

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Profile files appear whole or not at all: data goes to a temporary file in the same
+ * directory, renamed over the destination when complete. "-" means stdout. */
+#ifndef PW_OUTFILE_H
+#define PW_OUTFILE_H
+
+#include <stdio.h>
+
+struct outfile {
+	FILE *f;
+	char *path;	/* destination, NULL for stdout */
+	char *tmp_path; /* temporary file, NULL for stdout */
+};
+
+/* Create the temporary file now, so an unwritable destination fails before recording.
+ * 0 or a negative errno. */
+int outfile_open(struct outfile *o, const char *path);
+/* Flush, fsync-free close and rename into place. 0 or a negative errno (file removed). */
+int outfile_commit(struct outfile *o);
+/* Remove the temporary file; nothing is left behind. */
+void outfile_abort(struct outfile *o);
+
+#endif

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+/* Version detection and per-version offsets. 3.13+ offsets come from the target's own
+ * _Py_DebugOffsets (read at attach time); only 3.10-3.12 have hand tables, measured on live
+ * processes (shared/docs/cpython-layouts.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proc.h"
+#include "pyver.h"
+
+#define DBG_COOKIE "xdebugpy"
+#define DBG_READ_SIZE 1024
+
+static uint16_t max16(uint16_t a, uint16_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Bytes the BPF side must read so every configured field is inside the image. */
+static void set_read_sizes(struct pw_proc *cfg)
+{
+	struct pw_offsets *o = &cfg->off;
+	uint16_t f = 0, t = 0;
+
+	f = max16(f, o->frame_previous + 8);
+	f = max16(f, o->frame_code + 8);
+	f = max16(f, o->frame_instr + 8);
+	if (o->frame_owner != PW_OFF_NONE)
+		f = max16(f, o->frame_owner + 1);
+	if (o->frame_is_entry != PW_OFF_NONE)
+		f = max16(f, o->frame_is_entry + 1);
+	o->frame_read_size = (f + 7) & ~7;
+
+	t = max16(t, o->tstate_thread_id + 8);
+	t = max16(t, o->tstate_frame + 8);
+	if (o->tstate_base_frame != PW_OFF_NONE)
+		t = max16(t, o->tstate_base_frame + 8);
+	o->tstate_read_size = (t + 7) & ~7;
+}
+
+static void set_unicode_312(struct py_objlayout *obj)
+{
+	obj->str_length = 16;
+	obj->str_state = 32;
+	obj->str_ascii_data = 40;   /* sizeof(PyASCIIObject), 3.12+ (wstr removed) */
+	obj->str_compact_data = 56; /* sizeof(PyCompactUnicodeObject), 3.12+ */
+	obj->bytes_size = 16;
+	obj->bytes_data = 32;
+}
+
+int pyver_table(unsigned int minor, struct py_version *out)
+{
+	struct pw_proc *cfg = &out->cfg;
+	struct py_objlayout *obj = &out->obj;
+	struct pw_offsets *o = &cfg->off;
+
+	memset(cfg, 0, sizeof(*cfg));
+	memset(obj, 0, sizeof(*obj));
+	o->cframe_current_frame = PW_OFF_NONE;
+	o->tstate_base_frame = PW_OFF_NONE;
+	o->frame_owner = PW_OFF_NONE;
+	o->frame_is_entry = PW_OFF_NONE;
+	o->tstate_next = 8;
+	o->interp_next = 0;
+	cfg->shim_owner = 0xff;
+	cfg->thread_match = PW_MATCH_NATIVE_TID;
+	obj->lt_format = LINETABLE_LOCATION;
+
+	switch (minor) {
+	case 10:
+		o->runtime_interp_head = 32;
+		o->interp_threads_head = 8; /* tstate_head */
+		o->tstate_thread_id = 176;  /* thread_id == pthread_self(); no native id in 3.10 */
+		o->tstate_frame = 24;	    /* PyFrameObject *frame */
+		o->frame_previous = 24;	    /* f_back */
+		o->frame_code = 32;	    /* f_code */
+		o->frame_instr = 96;	    /* f_lasti, int, in code units */
+		cfg->chain_kind = PW_CHAIN_FRAMEOBJ;
+		cfg->thread_match = PW_MATCH_PTHREAD;
+		*obj = (struct py_objlayout){ .co_filename = 104, .co_name = 112, .co_qualname = 112,
+					      .co_linetable = 120, .co_firstlineno = 40,
+					      .co_read_size = 128, .str_length = 16, .str_state = 32,
+					      .str_ascii_data = 48, .str_compact_data = 72,
+					      .bytes_size = 16, .bytes_data = 32,
+					      .lt_format = LINETABLE_PEP626 };
+		break;
+	case 11:
+		o->runtime_interp_head = 40;
+		o->interp_threads_head = 16;
+		o->tstate_thread_id = 160;
+		o->tstate_frame = 56; /* cframe */
+		o->cframe_current_frame = 8;
+		o->frame_code = 32;
+		o->frame_previous = 48;
+		o->frame_instr = 56; /* prev_instr */
+		o->frame_is_entry = 68;
+		o->frame_owner = 69;
+		o->code_adaptive = 184;
+		cfg->chain_kind = PW_CHAIN_ISENTRY;
+		cfg->max_owner = 2;
+		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
+					      .co_linetable = 136, .co_firstlineno = 72,
+					      .co_read_size = 144, .str_length = 16, .str_state = 32,
+					      .str_ascii_data = 48, .str_compact_data = 72,
+					      .bytes_size = 16, .bytes_data = 32,
+					      .lt_format = LINETABLE_LOCATION };
+		break;
+	case 12:
+		o->runtime_interp_head = 40;
+		o->interp_threads_head = 72;
+		o->tstate_thread_id = 144;
+		o->tstate_frame = 56; /* cframe */
+		o->cframe_current_frame = 0;
+		o->frame_code = 0;
+		o->frame_previous = 8;
+		o->frame_instr = 56; /* prev_instr */
+		o->frame_owner = 70;
+		o->code_adaptive = 192;
+		cfg->chain_kind = PW_CHAIN_SHIM;
+		cfg->max_owner = 3;
+		cfg->shim_owner = 3; /* FRAME_OWNED_BY_CSTACK */
+		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
+					      .co_linetable = 136, .co_firstlineno = 68,
+					      .co_read_size = 144, .lt_format = LINETABLE_LOCATION };
+		set_unicode_312(obj);
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	set_read_sizes(cfg);
+	return 0;
+}
+
+/* Positions (byte offsets) of the fields we use inside _Py_DebugOffsets; its layout changes
+ * between minor versions, so one row per minor. 0 = field absent in that layout. */
+struct dbg_layout {
+	unsigned int minor;
+	uint16_t size; /* sizeof(_Py_DebugOffsets) for that minor */
+	uint16_t interpreters_head, interp_next, interp_threads_head;
+	uint16_t ts_size, ts_next, ts_current_frame, ts_base_frame, ts_native_thread_id;
+	uint16_t fr_previous, fr_executable, fr_instr_ptr, fr_owner;
+	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
+		co_adaptive;
+	uint16_t bytes_size, bytes_sval;
+	uint16_t str_state, str_length, str_ascii_size, str_compact_size;
+};
+
+static const struct dbg_layout dbg_layouts[] = {
+	{ .minor = 13, .size = 584, .interpreters_head = 40, .interp_next = 64,
+	  .interp_threads_head = 72, .ts_size = 152, .ts_next = 168, .ts_current_frame = 184,
+	  .ts_native_thread_id = 200, .fr_previous = 232, .fr_executable = 240,
+	  .fr_instr_ptr = 248, .fr_owner = 264, .co_size = 272, .co_filename = 280,
+	  .co_name = 288, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
+	  .co_adaptive = 344, .bytes_size = 520, .bytes_sval = 528, .str_state = 544,
+	  .str_length = 552, .str_ascii_size = 560 },
+	{ .minor = 14, .size = 760, .interpreters_head = 40, .interp_next = 64,
+	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
+	  .ts_native_thread_id = 224, .fr_previous = 256, .fr_executable = 264,
+	  .fr_instr_ptr = 272, .fr_owner = 288, .co_size = 312, .co_filename = 320,
+	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
+	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
+	  .str_length = 632, .str_ascii_size = 640 },
+	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
+	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
+	  .ts_base_frame = 216, .ts_native_thread_id = 248, .fr_previous = 320,
+	  .fr_executable = 328, .fr_instr_ptr = 336, .fr_owner = 352, .co_size = 376,
+	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
+	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
+	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744 },
+};
+
+static uint64_t dbg_u64(const uint8_t *dbg, uint16_t pos)
+{
+	uint64_t v;
+
+	memcpy(&v, dbg + pos, 8);
+	return v;
+}
+
+int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out,
+			     char *why, size_t why_size)
+{
+	const struct dbg_layout *L = NULL;
+	struct pw_offsets *o = &out->cfg.off;
+	struct py_objlayout *obj = &out->obj;
+	uint64_t version, v[32];
+	unsigned int minor;
+	size_t i, nv = 0;
+
+	if (len < 24 || memcmp(dbg, DBG_COOKIE, 8))
+		return -EPROTO;
+	version = dbg_u64(dbg, 8);
+	minor = (version >> 16) & 0xff;
+	out->hexversion = version;
+	out->major = (version >> 24) & 0xff;
+	out->minor = minor;
+	out->micro = (version >> 8) & 0xff;
+	if (dbg_u64(dbg, 16)) {
+		snprintf(why, why_size,
+			 "Python %u.%u.%u is a free-threaded build, which pywalk does not support yet",
+			 out->major, minor, out->micro);
+		return -ENOTSUP;
+	}
+	for (i = 0; i < sizeof(dbg_layouts) / sizeof(dbg_layouts[0]); i++)
+		if (dbg_layouts[i].minor == minor)
+			L = &dbg_layouts[i];
+	if (out->major != 3 || !L) {
+		snprintf(why, why_size,
+			 "Python %u.%u.%u is not supported (pywalk supports 3.10 to 3.15)",
+			 out->major, minor, out->micro);
+		return -ENOTSUP;
+	}
+	if (len < L->size)
+		return -EPROTO;
+
+	memset(&out->cfg, 0, sizeof(out->cfg));
+	o->runtime_interp_head = (uint16_t)(v[nv++] = dbg_u64(dbg, L->interpreters_head));
+	o->interp_next = (uint16_t)(v[nv++] = dbg_u64(dbg, L->interp_next));
+	o->interp_threads_head = (uint16_t)(v[nv++] = dbg_u64(dbg, L->interp_threads_head));
+	o->tstate_next = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ts_next));
+	o->tstate_thread_id = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ts_native_thread_id));
+	o->tstate_frame = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ts_current_frame));
+	o->cframe_current_frame = PW_OFF_NONE;
+	o->tstate_base_frame = PW_OFF_NONE;
+	if (L->ts_base_frame)
+		o->tstate_base_frame = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ts_base_frame));
+	o->frame_previous = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_previous));
+	o->frame_code = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_executable));
+	o->frame_instr = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_instr_ptr));
+	o->frame_owner = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_owner));
+	o->frame_is_entry = PW_OFF_NONE;
+	o->code_adaptive = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_adaptive));
+
+	obj->co_filename = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_filename));
+	obj->co_name = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_name));
+	obj->co_qualname = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_qualname));
+	obj->co_linetable = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_linetable));
+	obj->co_firstlineno = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_firstlineno));
+	obj->bytes_size = (uint16_t)(v[nv++] = dbg_u64(dbg, L->bytes_size));
+	obj->bytes_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->bytes_sval));
+	obj->str_state = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_state));
+	obj->str_length = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_length));
+	obj->str_ascii_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_ascii_size));
+	obj->str_compact_data = 56;
+	if (L->str_compact_size)
+		obj->str_compact_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_compact_size));
+	obj->lt_format = LINETABLE_LOCATION;
+
+	/* Offsets come from target memory: refuse values the walker cannot use. */
+	for (i = 0; i < nv; i++) {
+		if (v[i] >= 0x4000) {
+			snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt",
+				 out->major, minor, out->micro);
+			return -EPROTO;
+		}
+	}
+	obj->co_read_size = max16(max16(obj->co_filename, obj->co_name),
+				  max16(obj->co_qualname, obj->co_linetable)) + 8;
+	obj->co_read_size = max16(obj->co_read_size, obj->co_firstlineno + 4);
+
+	out->cfg.thread_match = PW_MATCH_NATIVE_TID;
+	out->cfg.max_owner = 3;
+	out->cfg.shim_owner = 3; /* 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER */
+	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
+	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
+	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
+	set_read_sizes(&out->cfg);
+	if (o->frame_read_size > PW_FRAME_READ_MAX || o->tstate_read_size > PW_TSTATE_READ_MAX) {
+		snprintf(why, why_size, "Python %u.%u.%u frame layout is larger than pywalk handles",
+			 out->major, minor, out->micro);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
+		 struct py_version *out, char *why, size_t why_size)
+{
+	uint8_t dbg[DBG_READ_SIZE];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = proc_read_mem(pid, runtime_addr, dbg, 24);
+	if (err) {
+		snprintf(why, why_size, "cannot read _PyRuntime at 0x%llx: %s",
+			 (unsigned long long)runtime_addr, strerror(-err));
+		return err;
+	}
+	if (!memcmp(dbg, DBG_COOKIE, 8)) {
+		err = proc_read_mem(pid, runtime_addr, dbg, sizeof(dbg));
+		if (err) {
+			snprintf(why, why_size, "cannot read _Py_DebugOffsets: %s", strerror(-err));
+			return err;
+		}
+		err = pyver_from_debug_offsets(dbg, sizeof(dbg), out, why, why_size);
+		if (err == -EPROTO && !why[0])
+			snprintf(why, why_size, "unreadable _Py_DebugOffsets");
+	} else if (elf_py_version) {
+		/* 3.11/3.12: Py_Version (exported since 3.11) names the version */
+		out->hexversion = elf_py_version;
+		out->major = (elf_py_version >> 24) & 0xff;
+		out->minor = (elf_py_version >> 16) & 0xff;
+		out->micro = (elf_py_version >> 8) & 0xff;
+		err = out->major == 3 && out->minor <= 12 ? pyver_table(out->minor, out) : -ENOTSUP;
+		if (err)
+			snprintf(why, why_size,
+				 "Python %u.%u.%u is not supported (pywalk supports 3.10 to 3.15)",
+				 out->major, out->minor, out->micro);
+	} else {
+		/* TODO(#3): 3.10 has neither debug offsets nor Py_Version */
+		snprintf(why, why_size,
+			 "cannot tell the Python version (no _Py_DebugOffsets, no Py_Version): "
+			 "pywalk supports 3.11 to 3.15");
+		err = -ENOTSUP;
+	}
+	if (!err)
+		out->cfg.runtime_addr = runtime_addr;
+	return err;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* CPython version detection and the offsets each version needs: _Py_DebugOffsets on 3.13+,
+ * small built-in tables for 3.10-3.12. Produces the BPF config and the symbolizer layout. */
+#ifndef PW_PYVER_H
+#define PW_PYVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+#include "linetable.h"
+
+/* Where the symbolizer finds things in code, str and bytes objects of one version. */
+struct py_objlayout {
+	uint16_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno;
+	uint16_t co_read_size; /* bytes of the code object header to read */
+	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+	uint16_t bytes_size, bytes_data;
+	enum linetable_format lt_format;
+};
+
+struct py_version {
+	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
+	unsigned int major, minor, micro;
+	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
+	struct py_objlayout obj;
+};
+
+/* Detect the version of the interpreter whose _PyRuntime is at `runtime_addr` in `pid`.
+ * `elf_py_version` is the Py_Version constant from the binary (0 if absent). On failure
+ * returns -ENOTSUP (unsupported or free-threaded build) or -EFAULT/-ESRCH and puts a
+ * sentence for the user in `why`. */
+int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
+		 struct py_version *out, char *why, size_t why_size);
+
+/* Fill the config for version `minor` (3.10-3.12) from the built-in tables; exposed for
+ * unit tests. 0 or -ENOTSUP. */
+int pyver_table(unsigned int minor, struct py_version *out);
+
+/* Fill the config from a _Py_DebugOffsets image (3.13+). 0, -ENOTSUP or -EPROTO. */
+int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out,
+			     char *why, size_t why_size);
+
+#endif

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers: checked number and duration parsing, growable buffers, hashing. */
+#ifndef PW_UTIL_H
+#define PW_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Parse a decimal integer in [min, max]; 0 or -EINVAL/-ERANGE. */
+int parse_u32(const char *arg, uint32_t min, uint32_t max, uint32_t *out);
+/* Parse "10", "10s", "500ms", "2m" into milliseconds; 0 or -EINVAL/-ERANGE. */
+int parse_duration_ms(const char *arg, uint64_t *out_ms);
+
+/* Grow *buf (elements of elem_size) so that it holds at least `need` elements. */
+int grow_array(void **buf, size_t *cap, size_t need, size_t elem_size);
+
+static inline uint64_t hash_mix64(uint64_t x)
+{
+	/* splitmix64 finalizer: cheap and well distributed for pointers and ids */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+uint64_t hash_bytes(const void *data, size_t len, uint64_t seed);
+
+uint64_t now_ns(void);
+
+#endif
