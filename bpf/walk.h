@@ -62,6 +62,7 @@ PW_INLINE int pw_tfind_init(struct pw_tfind *st, const struct pw_proc *cfg, __u6
 	int err;
 
 	st->want_id = want_id;
+	st->interp = 0;
 	st->found = 0;
 	st->tstate = 0;
 	st->n_interps = 0;

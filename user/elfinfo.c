@@ -101,8 +101,10 @@ int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 		}
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		/* _PyRuntime sits alone in its own section in every build 3.10-3.15 */
-		if (name && !strcmp(name, ".PyRuntime"))
+		if (name && !strcmp(name, ".PyRuntime")) {
 			section_vaddr = sh.sh_addr;
+			out->has_runtime_section = true;
+		}
 	}
 	if (!out->runtime_vaddr)
 		out->runtime_vaddr = section_vaddr;

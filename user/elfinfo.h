@@ -12,6 +12,7 @@ struct elf_pyinfo {
 	uint64_t code_type_vaddr;  /* PyCode_Type, 0 = not found */
 	uint64_t first_load_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned down */
 	bool is_dyn;		   /* ET_DYN (PIE or shared library) */
+	bool has_runtime_section;  /* a .PyRuntime section exists (CPython 3.10+) */
 };
 
 /* Inspect the ELF file open on `fd`. Returns 0 (runtime_vaddr may be 0: not Python),

@@ -274,7 +274,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	return 0;
 }
 
-int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
+int pyver_detect(pid_t pid, uint64_t runtime_addr, const struct elf_pyinfo *elf,
 		 struct py_version *out, char *why, size_t why_size)
 {
 	uint8_t dbg[DBG_READ_SIZE];
@@ -296,7 +296,9 @@ int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
 		err = pyver_from_debug_offsets(dbg, sizeof(dbg), out, why, why_size);
 		if (err == -EPROTO && !why[0])
 			snprintf(why, why_size, "unreadable _Py_DebugOffsets");
-	} else if (elf_py_version) {
+	} else if (elf->py_version) {
+		uint64_t elf_py_version = elf->py_version;
+
 		/* 3.11/3.12: Py_Version (exported since 3.11) names the version */
 		out->hexversion = elf_py_version;
 		out->major = (elf_py_version >> 24) & 0xff;
@@ -307,11 +309,17 @@ int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
 			snprintf(why, why_size,
 				 "Python %u.%u.%u is not supported (pywalk supports 3.10 to 3.15)",
 				 out->major, out->minor, out->micro);
+	} else if (elf->has_runtime_section) {
+		/* neither debug offsets (3.13+) nor Py_Version (3.11+), but the .PyRuntime
+		 * section that 3.10 introduced: 3.10 (its micro version is not recorded) */
+		out->hexversion = 0x030a0000;
+		out->major = 3;
+		out->minor = 10;
+		err = pyver_table(10, out);
 	} else {
-		/* TODO(#3): 3.10 has neither debug offsets nor Py_Version */
 		snprintf(why, why_size,
-			 "cannot tell the Python version (no _Py_DebugOffsets, no Py_Version): "
-			 "pywalk supports 3.11 to 3.15");
+			 "this Python is older than 3.10 (no .PyRuntime section), which pywalk "
+			 "does not support");
 		err = -ENOTSUP;
 	}
 	if (!err)

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "abi.h"
+#include "elfinfo.h"
 #include "linetable.h"
 
 /* Where the symbolizer finds things in code, str and bytes objects of one version. */
@@ -27,11 +28,11 @@ struct py_version {
 	struct py_objlayout obj;
 };
 
-/* Detect the version of the interpreter whose _PyRuntime is at `runtime_addr` in `pid`.
- * `elf_py_version` is the Py_Version constant from the binary (0 if absent). On failure
+/* Detect the version of the interpreter whose _PyRuntime is at `runtime_addr` in `pid`;
+ * `elf` describes the binary holding it. On failure
  * returns -ENOTSUP (unsupported or free-threaded build) or -EFAULT/-ESRCH and puts a
  * sentence for the user in `why`. */
-int pyver_detect(pid_t pid, uint64_t runtime_addr, uint64_t elf_py_version,
+int pyver_detect(pid_t pid, uint64_t runtime_addr, const struct elf_pyinfo *elf,
 		 struct py_version *out, char *why, size_t why_size);
 
 /* Fill the config for version `minor` (3.10-3.12) from the built-in tables; exposed for

@@ -86,7 +86,7 @@ int target_open(pid_t pid, struct target *t, char *why, size_t why_size)
 		return -ENOEXEC;
 	}
 	t->code_type = info.code_type_vaddr ? info.code_type_vaddr + bias : 0;
-	err = pyver_detect(pid, info.runtime_vaddr + bias, info.py_version, &t->ver, why,
+	err = pyver_detect(pid, info.runtime_vaddr + bias, &info, &t->ver, why,
 			   why_size);
 	if (err)
 		return err;

@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+/* The BPF frame walker (bpf/walk.h) run over synthetic memory images: complete chains per
+ * version family, torn chains, cycles, bad frames, read faults and the depth bound. Every
+ * outcome the walker can produce has an image here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+/* ---- synthetic target memory ---------------------------------------------------------- */
+
+#define MEM_BASE 0x10000000ull
+#define MEM_SIZE (1 << 20)
+static uint8_t mem[MEM_SIZE];
+static uint64_t mem_used;
+static int reads;
+
+static int mem_read(void *dst, uint32_t size, uint64_t addr)
+{
+	reads++;
+	if (addr < MEM_BASE || addr + size > MEM_BASE + mem_used || addr + size < addr)
+		return -14; /* -EFAULT */
+	memcpy(dst, mem + (addr - MEM_BASE), size);
+	return 0;
+}
+
+#define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
+#include "walk.h"
+#include "pyver.h"
+
+static uint64_t mem_alloc(size_t size)
+{
+	uint64_t addr = MEM_BASE + mem_used;
+
+	mem_used += (size + 15) & ~15ull;
+	assert_true(mem_used <= MEM_SIZE);
+	return addr;
+}
+
+static void put64(uint64_t addr, uint64_t v)
+{
+	memcpy(mem + (addr - MEM_BASE), &v, 8);
+}
+
+static void put32(uint64_t addr, uint32_t v)
+{
+	memcpy(mem + (addr - MEM_BASE), &v, 4);
+}
+
+static void put8(uint64_t addr, uint8_t v)
+{
+	mem[addr - MEM_BASE] = v;
+}
+
+static int reset(void **state)
+{
+	(void)state;
+	memset(mem, 0, sizeof(mem));
+	mem_used = 0;
+	reads = 0;
+	return 0;
+}
+
+/* ---- building chains ------------------------------------------------------------------- */
+
+struct chain {
+	struct pw_proc cfg;
+	uint64_t tstate;
+	uint64_t frames[64]; /* innermost first */
+	int n;
+};
+
+/* A frame with code object `code` at instruction `instr` (code units) and owner `owner`. */
+static uint64_t make_frame(const struct pw_proc *cfg, uint64_t code, uint32_t instr, uint8_t owner)
+{
+	uint64_t f = mem_alloc(PW_FRAME_READ_MAX);
+
+	put64(f + cfg->off.frame_code, code);
+	if (cfg->chain_kind == PW_CHAIN_FRAMEOBJ)
+		put32(f + cfg->off.frame_instr, instr);
+	else if (code)
+		put64(f + cfg->off.frame_instr,
+		      (code & ~3ull) + cfg->off.code_adaptive + 2ull * instr);
+	if (cfg->off.frame_owner != PW_OFF_NONE)
+		put8(f + cfg->off.frame_owner, owner);
+	return f;
+}
+
+static void link_frames(const struct pw_proc *cfg, uint64_t callee, uint64_t caller)
+{
+	put64(callee + cfg->off.frame_previous, caller);
+}
+
+static void cfg_for(unsigned int minor, struct pw_proc *cfg)
+{
+	struct py_version v;
+
+	if (minor <= 12) {
+		assert_int_equal(pyver_table(minor, &v), 0);
+		*cfg = v.cfg;
+	} else {
+		/* 3.15 shape from the measured debug offsets (cpython-layouts.md section 3) */
+		assert_int_equal(pyver_table(12, &v), 0);
+		*cfg = v.cfg;
+		cfg->chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
+		cfg->code_tag_bits = minor >= 14 ? 2 : 0;
+		cfg->off.tstate_frame = 72;
+		cfg->off.cframe_current_frame = PW_OFF_NONE;
+		cfg->off.tstate_base_frame = minor >= 15 ? 80 : PW_OFF_NONE;
+		cfg->off.tstate_thread_id = minor >= 15 ? 184 : 160;
+		cfg->off.frame_owner = minor >= 14 ? 74 : 70;
+		cfg->off.code_adaptive = 208;
+		cfg->off.frame_read_size = 80;
+		cfg->off.tstate_read_size = 192;
+	}
+	cfg->runtime_addr = 0;
+}
+
+/* Run the walk like the BPF program does: bounded loop, CONTINUE past the bound = DEPTH. */
+static int run_walk(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_depth,
+		    struct pw_frame *out, uint32_t *nframes)
+{
+	uint8_t ts[PW_TSTATE_READ_MAX] = { 0 };
+	struct pw_walk w;
+	uint64_t current;
+
+	assert_int_equal(mem_read(ts, cfg->off.tstate_read_size, tstate), 0);
+	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
+	pw_walk_init(&w, cfg, ts, current, max_depth, out);
+	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++)
+		if (pw_walk_step(&w, cfg))
+			break;
+	*nframes = w.nframes;
+	return w.outcome == PW_OUT__CONTINUE ? PW_OUT_DEPTH : w.outcome;
+}
+
+static struct pw_frame out[PW_MAX_FRAMES_CAP];
+
+/* 3.15: leaf <- mid <- [entry] <- outer <- [entry] <- base frame (owned by the tstate) */
+static uint64_t build_315(struct pw_proc *cfg, uint64_t codes[3], uint64_t *frames)
+{
+	uint64_t tstate = mem_alloc(1024), base = tstate + 888;
+
+	cfg_for(15, cfg);
+	put64(tstate + 80, base);
+	put8(base + cfg->off.frame_owner, 3);
+	for (int i = 0; i < 3; i++)
+		codes[i] = mem_alloc(256);
+	frames[0] = make_frame(cfg, codes[0] | 1, 10, 0); /* tagged _PyStackRef */
+	frames[1] = make_frame(cfg, codes[1], 20, 0);
+	frames[2] = make_frame(cfg, 0x1000 | 1, 0, 3);	  /* entry frame: None | tag */
+	frames[3] = make_frame(cfg, codes[2], 30, 0);
+	frames[4] = make_frame(cfg, 0x1000 | 1, 0, 3);
+	for (int i = 0; i < 4; i++)
+		link_frames(cfg, frames[i], frames[i + 1]);
+	link_frames(cfg, frames[4], base);
+	put64(tstate + 72, frames[0]);
+	return tstate;
+}
+
+static void test_315_complete_chain_is_shipped_without_entry_frames(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 3);
+	assert_int_equal(out[0].code, codes[0]); /* tag bits masked */
+	assert_int_equal(out[0].instr, 10);
+	assert_int_equal(out[1].code, codes[1]);
+	assert_int_equal(out[1].instr, 20);
+	assert_int_equal(out[2].code, codes[2]);
+	assert_int_equal(out[2].instr, 30);
+}
+
+static void test_315_current_is_base_frame_is_empty(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	put64(tstate + 72, tstate + 888);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_EMPTY);
+	assert_int_equal(n, 0);
+}
+
+static void test_315_chain_ending_in_null_before_base_is_torn(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate, copy;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	/* a copy of the top frame whose previous is NULL, as a half-done push looks */
+	copy = make_frame(&cfg, codes[0], 10, 0);
+	put64(tstate + 72, copy);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+	/* and at the entry frame: an entry frame with NULL previous is not the base */
+	tstate = build_315(&cfg, codes, frames);
+	link_frames(&cfg, frames[4], 0);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+}
+
+static void test_315_cycle_is_rejected_as_cycle(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	link_frames(&cfg, frames[3], frames[0]);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_CYCLE);
+	/* a self-loop too */
+	tstate = build_315(&cfg, codes, frames);
+	link_frames(&cfg, frames[0], frames[0]);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_CYCLE);
+}
+
+static void test_315_bad_owner_and_null_code_are_bad_frames(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	put8(frames[1] + cfg.off.frame_owner, 9);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_BAD_FRAME);
+	tstate = build_315(&cfg, codes, frames);
+	put64(frames[1] + cfg.off.frame_code, 1); /* PyStackRef_NULL */
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_BAD_FRAME);
+}
+
+static void test_315_unreadable_frame_is_read_fault(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t codes[3], frames[5], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_315(&cfg, codes, frames);
+	link_frames(&cfg, frames[1], 0xdead0000);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_READ_FAULT);
+}
+
+/* A 3.15 chain of `depth` Python frames under one entry frame. */
+static uint64_t build_deep_315(struct pw_proc *cfg, int depth, uint64_t code)
+{
+	uint64_t tstate = mem_alloc(1024), base = tstate + 888, prev = 0, first = 0;
+
+	cfg_for(15, cfg);
+	put64(tstate + 80, base);
+	for (int i = 0; i < depth; i++) {
+		uint64_t f = make_frame(cfg, code, (uint32_t)i, 0);
+
+		if (prev)
+			link_frames(cfg, prev, f);
+		else
+			first = f;
+		prev = f;
+	}
+	uint64_t entry = make_frame(cfg, 0x1001, 0, 3);
+
+	link_frames(cfg, prev, entry);
+	link_frames(cfg, entry, base);
+	put64(tstate + 72, first);
+	return tstate;
+}
+
+static void test_deep_stack_within_bound_is_whole_and_beyond_is_depth(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_deep_315(&cfg, 1000, code);
+	assert_int_equal(run_walk(&cfg, tstate, 1024, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 1000);
+	assert_int_equal(out[999].instr, 999);
+	assert_int_equal(run_walk(&cfg, tstate, 1000, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(run_walk(&cfg, tstate, 999, out, &n), PW_OUT_DEPTH);
+	tstate = build_deep_315(&cfg, 4096, code);
+	assert_int_equal(run_walk(&cfg, tstate, 4096, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 4096);
+}
+
+/* 3.12 (shim owner) and 3.13/3.14 share the rule: the bottom frame must be an entry frame */
+static void test_shim_versions_need_entry_frame_at_bottom(void **state)
+{
+	static const unsigned int minors[] = { 12, 13, 14 };
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(minors) / sizeof(minors[0]); v++) {
+		struct pw_proc cfg;
+		uint64_t code = mem_alloc(256), tstate = mem_alloc(512), cframe = tstate + 200;
+		uint64_t leaf, entry;
+		uint32_t n;
+
+		cfg_for(minors[v], &cfg);
+		leaf = make_frame(&cfg, code, 5, 0);
+		entry = make_frame(&cfg, minors[v] == 12 ? code : 0x1000, 0, 3);
+		link_frames(&cfg, leaf, entry);
+		if (cfg.off.cframe_current_frame != PW_OFF_NONE) {
+			/* 3.12: tstate->cframe->current_frame; the test reads it directly */
+			put64(tstate + cfg.off.tstate_frame, cframe);
+			put64(cframe + cfg.off.cframe_current_frame, leaf);
+			cfg.off.tstate_frame = (uint16_t)(cframe - tstate); /* flatten for run_walk */
+			cfg.off.cframe_current_frame = PW_OFF_NONE;
+			cfg.off.tstate_read_size = PW_TSTATE_READ_MAX;
+		} else {
+			put64(tstate + cfg.off.tstate_frame, leaf);
+		}
+		assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0].instr, 5);
+		/* the chain stops at a normal frame: a push/pop caught half done */
+		link_frames(&cfg, leaf, 0);
+		assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+	}
+}
+
+static void test_311_needs_is_entry_at_bottom(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), tstate = mem_alloc(512), leaf, bottom;
+	uint32_t n;
+
+	(void)state;
+	cfg_for(11, &cfg);
+	leaf = make_frame(&cfg, code, 3, 0);
+	bottom = make_frame(&cfg, code, 7, 0);
+	link_frames(&cfg, leaf, bottom);
+	cfg.off.tstate_frame = 0; /* flatten the cframe indirection for run_walk */
+	put64(tstate, leaf);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+	put8(bottom + cfg.off.frame_is_entry, 1);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 2); /* 3.11 has no shim frames: the entry frame is user code */
+	assert_int_equal(out[1].instr, 7);
+}
+
+static void test_311_instruction_before_start_is_none(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), tstate = mem_alloc(512), leaf;
+	uint32_t n;
+
+	(void)state;
+	cfg_for(11, &cfg);
+	leaf = make_frame(&cfg, code, 0, 0);
+	/* prev_instr = _PyCode_CODE(code) - 1 before the first instruction runs */
+	put64(leaf + cfg.off.frame_instr, code + cfg.off.code_adaptive - 2);
+	put8(leaf + cfg.off.frame_is_entry, 1);
+	cfg.off.tstate_frame = 0;
+	put64(tstate, leaf);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(out[0].instr, PW_INSTR_NONE);
+}
+
+static void test_310_frame_objects_end_at_null_f_back(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), tstate = mem_alloc(512), leaf, root;
+	uint32_t n;
+
+	(void)state;
+	cfg_for(10, &cfg);
+	leaf = make_frame(&cfg, code, 12, 0);
+	root = make_frame(&cfg, code, 4, 0);
+	link_frames(&cfg, leaf, root);
+	put64(tstate + cfg.off.tstate_frame, leaf);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].instr, 12);
+	assert_int_equal(out[1].instr, 4);
+	put64(tstate + cfg.off.tstate_frame, 0);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_EMPTY);
+}
+
+/* ---- thread-state lookup ---------------------------------------------------------------- */
+
+static void test_tfind_walks_threads_and_interpreters(void **state)
+{
+	struct pw_proc cfg;
+	struct pw_tfind tf;
+	uint64_t runtime = mem_alloc(256), interp1 = mem_alloc(128), interp2 = mem_alloc(128);
+	uint64_t ts[4];
+	int steps;
+
+	(void)state;
+	cfg_for(12, &cfg);
+	cfg.runtime_addr = runtime;
+	for (int i = 0; i < 4; i++) {
+		ts[i] = mem_alloc(512);
+		put32(ts[i] + cfg.off.tstate_thread_id, 100 + i);
+	}
+	put64(runtime + cfg.off.runtime_interp_head, interp1);
+	put64(interp1 + cfg.off.interp_next, interp2);
+	put64(interp1 + cfg.off.interp_threads_head, ts[0]);
+	put64(ts[0] + cfg.off.tstate_next, ts[1]);
+	put64(ts[1] + cfg.off.tstate_next, ts[2]);
+	put64(interp2 + cfg.off.interp_threads_head, ts[3]);
+
+	for (int want = 100; want <= 104; want++) {
+		assert_int_equal(pw_tfind_init(&tf, &cfg, want), 0);
+		for (steps = 0; steps < PW_MAX_THREAD_WALK; steps++)
+			if (pw_tfind_step(&tf, &cfg))
+				break;
+		assert_int_equal(tf.err, 0);
+		assert_int_equal(tf.found, want < 104 ? ts[want - 100] : 0);
+	}
+	/* a broken list is a read error, not a silent miss */
+	put64(ts[1] + cfg.off.tstate_next, 0xbad00000);
+	assert_int_equal(pw_tfind_init(&tf, &cfg, 103), 0);
+	for (steps = 0; steps < PW_MAX_THREAD_WALK; steps++)
+		if (pw_tfind_step(&tf, &cfg))
+			break;
+	assert_true(tf.err < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_315_complete_chain_is_shipped_without_entry_frames, reset),
+		cmocka_unit_test_setup(test_315_current_is_base_frame_is_empty, reset),
+		cmocka_unit_test_setup(test_315_chain_ending_in_null_before_base_is_torn, reset),
+		cmocka_unit_test_setup(test_315_cycle_is_rejected_as_cycle, reset),
+		cmocka_unit_test_setup(test_315_bad_owner_and_null_code_are_bad_frames, reset),
+		cmocka_unit_test_setup(test_315_unreadable_frame_is_read_fault, reset),
+		cmocka_unit_test_setup(test_deep_stack_within_bound_is_whole_and_beyond_is_depth, reset),
+		cmocka_unit_test_setup(test_shim_versions_need_entry_frame_at_bottom, reset),
+		cmocka_unit_test_setup(test_311_needs_is_entry_at_bottom, reset),
+		cmocka_unit_test_setup(test_311_instruction_before_start_is_none, reset),
+		cmocka_unit_test_setup(test_310_frame_objects_end_at_null_f_back, reset),
+		cmocka_unit_test_setup(test_tfind_walks_threads_and_interpreters, reset),
+	};
+
+	return cmocka_run_group_tests_name("walk", tests, NULL, NULL);
+}
