@@ -206,13 +206,12 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 			return (int)fid;
 		p->ids[n++] = (uint32_t)fid;
 	}
-	if (p->opts.by_thread) {
-		err = note_thread(p, h->pid, h->tid);
-		if (err)
-			return err;
-	}
-	return agg__add(p->agg, p->opts.by_process ? h->pid : 0, p->opts.by_thread ? h->tid : 0,
-			p->ids, n, 1);
+	/* always keyed by thread: writers that group by thread need it, and the folded
+	 * writer merges stacks that print alike when thread roots are off */
+	err = note_thread(p, h->pid, h->tid);
+	if (err)
+		return err;
+	return agg__add(p->agg, h->pid, h->tid, p->ids, n, 1);
 }
 
 const struct agg *profile__agg(const struct profile *p)

@@ -12,9 +12,10 @@
 #include "symtab.h"
 #include "target.h"
 
+/* Presentation choices; samples are always kept per (pid, tid). */
 struct profile_opts {
-	bool by_thread;	 /* a root frame per thread */
-	bool by_process; /* a root frame per process */
+	bool by_thread;	 /* writers add a root frame per thread */
+	bool by_process; /* writers add a root frame per process */
 };
 
 /* Samples that reached userspace but were not counted, by reason. */
