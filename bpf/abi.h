@@ -8,14 +8,14 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 1
+#define PW_ABI_VERSION 2
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
 #define PW_DEFAULT_MAX_DEPTH 2048
 /* Bytes read per frame and per thread state; offsets used must fit below these. */
 #define PW_FRAME_READ_MAX 112
-#define PW_TSTATE_READ_MAX 256
+#define PW_TSTATE_READ_MAX 320
 /* Bound of the thread-list walk on a thread-state cache miss. */
 #define PW_MAX_THREAD_WALK 1024
 #define PW_MAX_INTERPRETERS 16
@@ -78,8 +78,10 @@ struct pw_offsets {
 	__u16 code_adaptive;	    /* co_code_adaptive (3.11+), 0 in 3.10 */
 	__u16 frame_read_size;	    /* bytes to read per frame, <= PW_FRAME_READ_MAX */
 	__u16 tstate_read_size;	    /* bytes to read per thread state, <= PW_TSTATE_READ_MAX */
+	__u16 tstate_datastack_chunk; /* datastack_chunk (3.11+), PW_OFF_NONE = don't check */
+	__u16 pad[3];
 };
-_Static_assert(sizeof(struct pw_offsets) == 32, "pw_offsets is ABI");
+_Static_assert(sizeof(struct pw_offsets) == 40, "pw_offsets is ABI");
 
 /* Per-process config; key of the `procs` map is the tgid. */
 struct pw_proc {
@@ -92,7 +94,12 @@ struct pw_proc {
 	__u8 shim_owner;    /* owner value of entry/shim frames; 0xff when none */
 	__u8 pad[3];
 };
-_Static_assert(sizeof(struct pw_proc) == 48, "pw_proc is ABI");
+_Static_assert(sizeof(struct pw_proc) == 56, "pw_proc is ABI");
+
+/* Owner of frames on the thread's data stack (FRAME_OWNED_BY_THREAD, 3.11+). */
+#define PW_OWNER_THREAD 0
+/* _PyStackChunk: previous, size, top, then data[] (3.11+). */
+#define PW_CHUNK_DATA_OFFSET 24
 
 /* Instruction offset value meaning "before the first instruction". */
 #define PW_INSTR_NONE 0xffffffffu

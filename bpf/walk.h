@@ -139,9 +139,15 @@ struct pw_walk {
 	__u32 visited;	   /* frames read, shims included */
 	__u32 nframes;	   /* frames stored in out */
 	__u32 max_depth;   /* Python frames allowed; one more is a depth rejection */
+	/* Data-stack check (3.11+): THREAD-owned frames must lie in the thread's stack
+	 * chunks, newest chunk first and at falling addresses within a chunk. */
+	__u64 chunk_lo, chunk_hi; /* data range of the chunk being walked */
+	__u64 chunk_next;	  /* next (older) chunk to enter */
+	__u64 last_thread_frame;
+	__u8 check_chunks;
 	__u8 last_was_entry;
 	__u8 outcome;	   /* PW_OUT__CONTINUE until the walk ends */
-	__u8 pad[2];
+	__u8 pad[1];
 	struct pw_frame *out; /* PW_MAX_FRAMES_CAP slots */
 };
 
@@ -164,6 +170,40 @@ PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const 
 	w->last_was_entry = 0;
 	w->outcome = PW_OUT__CONTINUE;
 	w->out = out;
+	w->chunk_lo = w->chunk_hi = 0;
+	w->last_thread_frame = 0;
+	w->check_chunks = cfg->off.tstate_datastack_chunk != PW_OFF_NONE &&
+			  cfg->chain_kind != PW_CHAIN_FRAMEOBJ;
+	w->chunk_next = w->check_chunks ? pw_load_u64(ts, cfg->off.tstate_datastack_chunk,
+						       PW_TSTATE_READ_MAX) :
+					  0;
+}
+
+/* A THREAD-owned frame must be in the data stack: in the chunk being walked below the last
+ * such frame, or in the next older chunk. A frame elsewhere, or a link that goes up the
+ * stack, is a chain caught mid-update (or forged). Returns an outcome or CONTINUE. */
+PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, __u64 frame)
+{
+	__u64 hdr[2] = { 0, 0 };
+
+	if (frame < w->chunk_lo || frame >= w->chunk_hi) {
+		if (!w->chunk_next)
+			return PW_OUT_TORN;
+		if (PW_READ_USER(hdr, sizeof(hdr), w->chunk_next))
+			return PW_OUT_READ_FAULT;
+		if (hdr[1] > (1ull << 32))
+			return PW_OUT_TORN;
+		w->chunk_lo = w->chunk_next + PW_CHUNK_DATA_OFFSET;
+		w->chunk_hi = w->chunk_next + hdr[1];
+		w->chunk_next = hdr[0];
+		w->last_thread_frame = w->chunk_hi;
+		if (frame < w->chunk_lo || frame >= w->chunk_hi)
+			return PW_OUT_TORN;
+	}
+	if (frame >= w->last_thread_frame)
+		return PW_OUT_TORN;
+	w->last_thread_frame = frame;
+	return PW_OUT__CONTINUE;
 }
 
 /* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on. */
@@ -242,6 +282,14 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 		if (w->nframes >= w->max_depth) {
 			w->outcome = PW_OUT_DEPTH;
 			return 1;
+		}
+		if (w->check_chunks && owner == PW_OWNER_THREAD) {
+			__u8 verdict = pw_check_data_stack(w, w->frame);
+
+			if (verdict != PW_OUT__CONTINUE) {
+				w->outcome = verdict;
+				return 1;
+			}
 		}
 		if (cfg->chain_kind == PW_CHAIN_FRAMEOBJ) {
 			/* 3.10 f_lasti: index in code units, -1 before the first instruction */

@@ -36,6 +36,8 @@ static void set_read_sizes(struct pw_proc *cfg)
 	t = max16(t, o->tstate_frame + 8);
 	if (o->tstate_base_frame != PW_OFF_NONE)
 		t = max16(t, o->tstate_base_frame + 8);
+	if (o->tstate_datastack_chunk != PW_OFF_NONE)
+		t = max16(t, o->tstate_datastack_chunk + 8);
 	o->tstate_read_size = (t + 7) & ~7;
 }
 
@@ -61,6 +63,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	o->tstate_base_frame = PW_OFF_NONE;
 	o->frame_owner = PW_OFF_NONE;
 	o->frame_is_entry = PW_OFF_NONE;
+	o->tstate_datastack_chunk = PW_OFF_NONE;
 	o->tstate_next = 8;
 	o->interp_next = 0;
 	cfg->shim_owner = 0xff;
@@ -97,6 +100,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		o->frame_is_entry = 68;
 		o->frame_owner = 69;
 		o->code_adaptive = 184;
+		o->tstate_datastack_chunk = 296;
 		cfg->chain_kind = PW_CHAIN_ISENTRY;
 		cfg->max_owner = 2;
 		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
@@ -117,6 +121,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		o->frame_instr = 56; /* prev_instr */
 		o->frame_owner = 70;
 		o->code_adaptive = 192;
+		o->tstate_datastack_chunk = 232;
 		cfg->chain_kind = PW_CHAIN_SHIM;
 		cfg->max_owner = 3;
 		cfg->shim_owner = 3; /* FRAME_OWNED_BY_CSTACK */
@@ -139,6 +144,7 @@ struct dbg_layout {
 	uint16_t size; /* sizeof(_Py_DebugOffsets) for that minor */
 	uint16_t interpreters_head, interp_next, interp_threads_head;
 	uint16_t ts_size, ts_next, ts_current_frame, ts_base_frame, ts_native_thread_id;
+	uint16_t ts_datastack_chunk;
 	uint16_t fr_previous, fr_executable, fr_instr_ptr, fr_owner;
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
 		co_adaptive;
@@ -149,21 +155,22 @@ struct dbg_layout {
 static const struct dbg_layout dbg_layouts[] = {
 	{ .minor = 13, .size = 584, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 152, .ts_next = 168, .ts_current_frame = 184,
-	  .ts_native_thread_id = 200, .fr_previous = 232, .fr_executable = 240,
+	  .ts_native_thread_id = 200, .ts_datastack_chunk = 208, .fr_previous = 232, .fr_executable = 240,
 	  .fr_instr_ptr = 248, .fr_owner = 264, .co_size = 272, .co_filename = 280,
 	  .co_name = 288, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
 	  .co_adaptive = 344, .bytes_size = 520, .bytes_sval = 528, .str_state = 544,
 	  .str_length = 552, .str_ascii_size = 560 },
 	{ .minor = 14, .size = 760, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
-	  .ts_native_thread_id = 224, .fr_previous = 256, .fr_executable = 264,
+	  .ts_native_thread_id = 224, .ts_datastack_chunk = 232, .fr_previous = 256, .fr_executable = 264,
 	  .fr_instr_ptr = 272, .fr_owner = 288, .co_size = 312, .co_filename = 320,
 	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
 	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
 	  .str_length = 632, .str_ascii_size = 640 },
 	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
-	  .ts_base_frame = 216, .ts_native_thread_id = 248, .fr_previous = 320,
+	  .ts_base_frame = 216, .ts_native_thread_id = 248, .ts_datastack_chunk = 256,
+	  .fr_previous = 320,
 	  .fr_executable = 328, .fr_instr_ptr = 336, .fr_owner = 352, .co_size = 376,
 	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
 	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
@@ -230,6 +237,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	o->frame_instr = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_instr_ptr));
 	o->frame_owner = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_owner));
 	o->frame_is_entry = PW_OFF_NONE;
+	o->tstate_datastack_chunk = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ts_datastack_chunk));
 	o->code_adaptive = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_adaptive));
 
 	obj->co_filename = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_filename));

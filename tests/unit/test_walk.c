@@ -116,6 +116,8 @@ static void cfg_for(unsigned int minor, struct pw_proc *cfg)
 		cfg->off.tstate_read_size = 192;
 	}
 	cfg->runtime_addr = 0;
+	/* the chain tests below place frames anywhere; the data-stack check has its own */
+	cfg->off.tstate_datastack_chunk = PW_OFF_NONE;
 }
 
 /* Run the walk like the BPF program does: bounded loop, CONTINUE past the bound = DEPTH. */
@@ -387,6 +389,88 @@ static void test_310_frame_objects_end_at_null_f_back(void **state)
 	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_EMPTY);
 }
 
+/* ---- data-stack placement (3.11+) ---------------------------------------------------- */
+
+/* 3.15 chain of n THREAD frames placed in two stack chunks (older chunk holds the bottom
+ * half), datastack_chunk pointing at the newer one. Frames innermost first in f[]. */
+static uint64_t build_chunked_315(struct pw_proc *cfg, uint64_t code, uint64_t f[8])
+{
+	uint64_t tstate = mem_alloc(1024), base = tstate + 888;
+	uint64_t old_chunk = mem_alloc(4096), new_chunk = mem_alloc(4096), entry;
+
+	cfg_for(15, cfg);
+	cfg->off.tstate_datastack_chunk = 256;
+	cfg->off.tstate_read_size = 264;
+	put64(tstate + 80, base);
+	put64(tstate + 256, new_chunk);
+	put64(old_chunk, 0);
+	put64(old_chunk + 8, 4096);
+	put64(new_chunk, old_chunk);
+	put64(new_chunk + 8, 4096);
+	/* inner frames sit higher in a chunk: f[0..3] in the new chunk, f[4..7] in the old */
+	for (int i = 0; i < 8; i++) {
+		uint64_t chunk = i < 4 ? new_chunk : old_chunk;
+
+		f[i] = chunk + PW_CHUNK_DATA_OFFSET + (uint64_t)(3 - i % 4) * 200;
+		put64(f[i] + cfg->off.frame_code, code);
+		put64(f[i] + cfg->off.frame_instr, code + cfg->off.code_adaptive);
+	}
+	entry = make_frame(cfg, 0x1001, 0, 3); /* entry frames live on the C stack */
+	for (int i = 0; i < 7; i++)
+		link_frames(cfg, f[i], f[i + 1]);
+	link_frames(cfg, f[7], entry);
+	link_frames(cfg, entry, base);
+	put64(tstate + 72, f[0]);
+	return tstate;
+}
+
+static void test_frames_in_data_stack_chunks_in_order_are_shipped(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), f[8], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_chunked_315(&cfg, code, f);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 8);
+}
+
+static void test_frame_outside_data_stack_is_torn(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), f[8], tstate, forged;
+	uint32_t n;
+
+	(void)state;
+	/* a copy of the top frame made elsewhere that skips a frame: it still reaches the
+	 * base frame, so only its place in memory gives it away */
+	tstate = build_chunked_315(&cfg, code, f);
+	forged = make_frame(&cfg, code, 0, 0);
+	link_frames(&cfg, forged, f[2]);
+	put64(tstate + 72, forged);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+}
+
+static void test_link_up_the_data_stack_is_torn(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), f[8], tstate;
+	uint32_t n;
+
+	(void)state;
+	/* a stale `previous` pointing at a popped (higher) slot of the same chunk */
+	tstate = build_chunked_315(&cfg, code, f);
+	put64(tstate + 72, f[1]);
+	link_frames(&cfg, f[1], f[0]);
+	link_frames(&cfg, f[0], f[2]);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+	/* and a frame of a chunk that is not on the thread's chunk list */
+	tstate = build_chunked_315(&cfg, code, f);
+	put64(tstate + 256, 0);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+}
+
 /* ---- thread-state lookup ---------------------------------------------------------------- */
 
 static void test_tfind_walks_threads_and_interpreters(void **state)
@@ -442,6 +526,9 @@ int main(void)
 		cmocka_unit_test_setup(test_311_needs_is_entry_at_bottom, reset),
 		cmocka_unit_test_setup(test_311_instruction_before_start_is_none, reset),
 		cmocka_unit_test_setup(test_310_frame_objects_end_at_null_f_back, reset),
+		cmocka_unit_test_setup(test_frames_in_data_stack_chunks_in_order_are_shipped, reset),
+		cmocka_unit_test_setup(test_frame_outside_data_stack_is_torn, reset),
+		cmocka_unit_test_setup(test_link_up_the_data_stack_is_torn, reset),
 		cmocka_unit_test_setup(test_tfind_walks_threads_and_interpreters, reset),
 	};
 
