@@ -149,16 +149,25 @@ fail:
 	return NULL;
 }
 
+void loader__stop(struct loader *ld)
+{
+	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++) {
+		bpf_link__destroy(ld->links[cpu]);
+		ld->links[cpu] = NULL;
+	}
+	for (int cpu = 0; ld->pfds && cpu < ld->ncpus; cpu++) {
+		if (ld->pfds[cpu] >= 0)
+			close(ld->pfds[cpu]);
+		ld->pfds[cpu] = -1;
+	}
+}
+
 void loader__free(struct loader *ld)
 {
 	if (!ld)
 		return;
 	ring_buffer__free(ld->rb);
-	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++)
-		bpf_link__destroy(ld->links[cpu]);
-	for (int cpu = 0; ld->pfds && cpu < ld->ncpus; cpu++)
-		if (ld->pfds[cpu] >= 0)
-			close(ld->pfds[cpu]);
+	loader__stop(ld);
 	free(ld->links);
 	free(ld->pfds);
 	pywalk_bpf__destroy(ld->skel);
@@ -196,7 +205,29 @@ int loader__drain(struct loader *ld)
 	return ring_buffer__consume(ld->rb);
 }
 
+static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
+			      uint64_t *runs);
+
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
+{
+	/* a run still in flight on another CPU (detaching waits for no one) can have counted
+	 * itself but not yet its outcome; after loader__stop the two settle within moments */
+	for (int tries = 0;; tries++) {
+		uint64_t sum = 0;
+		int err = read_outcomes_once(ld, counts, runs);
+
+		if (err)
+			return err;
+		for (int i = 0; i < PW_OUT__COUNT; i++)
+			sum += counts[i];
+		if (sum == *runs || tries >= 100)
+			return 0;
+		usleep(1000);
+	}
+}
+
+static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
+			      uint64_t *runs)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t *vals;

@@ -34,6 +34,10 @@ int loader__poll(struct loader *ld, int timeout_ms);
 /* Hand over every record already in the ring buffer. */
 int loader__drain(struct loader *ld);
 
+/* Stop sampling: detach the program from the perf events, so the counters no longer move
+ * and every record the program wrote is already in the ring buffer. */
+void loader__stop(struct loader *ld);
+
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: MIT
+"""Torn-state proof: a C extension (tests/targets/tornext.c) publishes inconsistent frame
+chains while it busy-spins; pywalk must ship none of them and count each as rejected by
+reason. Also: a native thread holding a thread state with no frames is an empty stack and
+does not spoil the samples of busy threads.
+
+Needs 3.13+ (the extension uses the interpreter's internal frame layout); it is built with
+the interpreter's own headers: inside the Debian-unstable chroot with its gcc, or against a
+pyenv build's headers with the host gcc.
+"""
+import collections
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import pywalk_e2e as e2e
+
+EXT_SOURCE = os.path.join(e2e.TARGETS_DIR, "tornext.c")
+SECONDS = 2
+HZ = 999
+CONSISTENT, NULL_PREVIOUS, SKIP, CYCLE, BAD_OWNER, NULL_CODE = range(6)
+# what each forged chain must be counted as. A cycle of forged frames outside the data
+# stack is caught by the data-stack check first, so it may be counted as torn.
+EXPECTED_REASONS = {
+    NULL_PREVIOUS: {"rejected: torn chain"},
+    SKIP: {"rejected: torn chain"},
+    CYCLE: {"rejected: torn chain", "rejected: cycle"},
+    BAD_OWNER: {"rejected: bad frame"},
+    NULL_CODE: {"rejected: bad frame"},
+}
+# the only stacks the main thread of torn_target.py can really have, as (name, marker line)
+WINDOW_STACK = ["<module>", "outer", "middle", "torn_window"]
+
+
+def _build_ext(interp, tmp_path_factory):
+    """Build tornext for `interp`; returns the directory to put on sys.path, as the
+    target process sees it."""
+    minor = int(interp.version.split(".")[1])
+    if minor < 13:
+        pytest.skip("%s: the torn-state extension needs CPython 3.13+ internal headers"
+                    % interp.version)
+    config = "python%s-config" % interp.version
+    if interp.root:
+        rel = "tmp/pywalk-tests/ext-%s" % interp.version
+        host_dir = os.path.join(interp.root, rel)
+        os.makedirs(host_dir, exist_ok=True)
+        shutil.copy2(EXT_SOURCE, os.path.join(host_dir, "tornext.c"))
+        cmd = ["chroot", interp.root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "sh", "-c",
+               "cd /%s && gcc -shared -fPIC -O2 -Wall -Werror $(%s --includes) "
+               "-o tornext$(%s --extension-suffix) tornext.c" % (rel, config, config)]
+        target_dir = "/" + rel
+    else:
+        config = os.path.join(os.path.dirname(interp.exe), config)
+        if not os.path.exists(config):
+            pytest.skip("%s: no %s to build the extension" % (interp.id, config))
+        host_dir = str(tmp_path_factory.mktemp("tornext-%s" % interp.id))
+        shutil.copy2(EXT_SOURCE, os.path.join(host_dir, "tornext.c"))
+        cmd = ["sh", "-c", "cd %s && gcc -shared -fPIC -O2 -Wall -Werror $(%s --includes) "
+               "-o tornext$(%s --extension-suffix) tornext.c" % (host_dir, config, config)]
+        target_dir = host_dir
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    if r.returncode != 0 and interp.root and b"not found" in r.stdout:
+        pytest.skip("%s: no compiler or headers in the chroot: %s" % (
+            interp.id, r.stdout.decode(errors="replace")[-300:]))
+    assert r.returncode == 0, "building tornext for %s failed:\n%s" % (
+        interp.id, r.stdout.decode(errors="replace"))
+    return target_dir
+
+
+@pytest.fixture(scope="module")
+def ext_dir(interp, tmp_path_factory):
+    return _build_ext(interp, tmp_path_factory)
+
+
+def _record(pywalk, start_target, interp, ext_dir, mode, tmp_path, *extra):
+    target = start_target(interp, ext_dir, mode, SECONDS + 2, *extra, script="torn_target.py")
+    out = str(tmp_path / ("torn-%d.folded" % mode))
+    r = e2e.run_pywalk(["record", "-p", target.pid, "-d", SECONDS, "-F", HZ, "--threads",
+                        "-o", out])
+    assert r.returncode == 0, e2e.describe_run(r, out)
+    total, buckets = e2e.check_summary(r.stderr)
+    rows = e2e.parse_folded(out)
+    return target, buckets, rows, r
+
+
+def _main_thread_stacks(rows, pid):
+    """{tuple of qualnames}: count for the main thread's stacks."""
+    stacks = collections.Counter()
+    for frames, n in rows:
+        task = e2e.parse_task_frame(frames[0])
+        if not task or task[1] != pid:
+            continue
+        stacks[tuple(e2e.parse_py_frame(f)[0] for f in frames[1:])] += n
+    return stacks
+
+
+def _valid_main_stack(names):
+    """A stack the main thread of torn_target.py can really have: a prefix of the window
+    chain (the loop also calls time.sleep and time.monotonic, which are C functions)."""
+    return list(names) == WINDOW_STACK[:len(names)] and len(names) >= 1
+
+
+def test_consistent_chain_is_shipped(pywalk, interp, ext_dir, start_target, tmp_path):
+    """Control: the same workload without forging ships the window's stack."""
+    target, buckets, rows, r = _record(pywalk, start_target, interp, ext_dir, CONSISTENT,
+                                       tmp_path)
+    stacks = _main_thread_stacks(rows, target.pid)
+    window = stacks[tuple(WINDOW_STACK)]
+    assert window >= 200, "the control window shipped only %d stacks\n%s" % (
+        window, e2e.describe_run(r))
+    rejected = sum(v for k, v in buckets.items() if k.startswith("rejected"))
+    assert rejected <= 0.01 * window, "control run rejected %d samples\n%s" % (
+        rejected, r.stderr)
+
+
+@pytest.mark.parametrize("mode", sorted(EXPECTED_REASONS),
+                         ids=["null-previous", "skip", "cycle", "bad-owner", "null-code"])
+def test_forged_chain_is_never_shipped(pywalk, interp, ext_dir, start_target, tmp_path, mode):
+    target, buckets, rows, r = _record(pywalk, start_target, interp, ext_dir, mode, tmp_path)
+    stacks = _main_thread_stacks(rows, target.pid)
+    # nothing impossible: every shipped main-thread stack is one the program can have
+    invalid = dict((s, n) for s, n in stacks.items() if not _valid_main_stack(s))
+    assert not invalid, "shipped stacks the program cannot have: %s\n%s" % (
+        invalid, e2e.describe_run(r))
+    # the window spins ~99% of the time with the forged chain published; a sample that
+    # shows torn_window as the leaf can only come from the few microseconds of Python
+    # around the C call
+    window = stacks[tuple(WINDOW_STACK)]
+    rejected = sum(buckets[k] for k in EXPECTED_REASONS[mode])
+    assert rejected >= 200, "forged windows were rejected only %d times\n%s" % (
+        rejected, r.stderr)
+    assert window <= 0.01 * rejected + 2, \
+        "%d window stacks shipped while %d were rejected: forged chains got through\n%s" % (
+            window, rejected, e2e.describe_run(r))
+
+
+def test_empty_native_thread_is_empty_and_spoils_nothing(pywalk, interp, ext_dir,
+                                                         start_target, tmp_path):
+    """3.15: a thread state with current_frame == base_frame is a valid empty stack
+    (3.13/3.14: current_frame NULL); busy Python threads are still sampled whole."""
+    target, buckets, rows, r = _record(pywalk, start_target, interp, ext_dir, CONSISTENT,
+                                       tmp_path, "--empty-thread")
+    assert buckets["empty stack"] >= 200, \
+        "the native thread without frames was not counted as empty\n%s" % r.stderr
+    rejected = sum(v for k, v in buckets.items() if k.startswith("rejected"))
+    assert rejected <= 5, "samples were rejected next to an empty thread\n%s" % r.stderr
+    busy = 0
+    for frames, n in rows:
+        names = [e2e.parse_py_frame(f)[0] for f in frames[1:]]
+        if names and names[-1] == "busy":
+            busy += n
+    stacks = _main_thread_stacks(rows, target.pid)
+    assert busy >= 50, "the busy Python thread lost its samples\n%s" % e2e.describe_run(r)
+    assert stacks[tuple(WINDOW_STACK)] >= 100, e2e.describe_run(r)
