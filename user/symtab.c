@@ -342,7 +342,9 @@ int symtab__line(const struct symtab *st, uint32_t sym, uint32_t instr)
 	if (linetable_line_for(s->lt_format, s->linetable, s->linetable_len, s->firstlineno, instr,
 			       &line))
 		return 0;
-	return line;
+	/* instructions without a location (3.11+ prologues such as a coroutine's
+	 * RETURN_GENERATOR/POP_TOP) belong to the function's header line */
+	return line > 0 ? line : s->firstlineno;
 }
 
 const char *symtab__func_name(const struct symtab *st, uint32_t func)

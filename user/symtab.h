@@ -32,8 +32,9 @@ int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
 bool symtab__is_shim(const struct symtab *st, uint32_t sym);
 /* Function id (interned qualname + file) of a symbol. */
 uint32_t symtab__func(const struct symtab *st, uint32_t sym);
-/* Line executed at instruction `instr` (code units; PW_INSTR_NONE = not started); 0 when
- * the table has no line for it. */
+/* Line executed at instruction `instr` (code units; PW_INSTR_NONE = not started). An
+ * instruction without a location maps to the function's first line; 0 only when the
+ * table cannot be decoded. */
 int symtab__line(const struct symtab *st, uint32_t sym, uint32_t instr);
 
 const char *symtab__func_name(const struct symtab *st, uint32_t func);
