@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: MIT
+"""Helpers for the end-to-end tests: run pywalk, parse its folded output and its
+accounting summary, run target workloads, and score stacks against the ground truth.
+No pytest fixtures here (those are in conftest.py), so the helpers are plain functions.
+"""
+import collections
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+E2E_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(E2E_DIR))
+TARGETS_DIR = os.path.join(REPO, "tests", "targets")
+if TARGETS_DIR not in sys.path:
+    sys.path.insert(0, TARGETS_DIR)
+
+import known_shape_expected as ks  # noqa: E402  (needs the path above)
+
+# Every bucket of the accounting summary (CLI contract); their sum is the event count.
+SUMMARY_LABELS = (
+    "shipped",
+    "not a target process",
+    "not python",
+    "no thread state",
+    "empty stack",
+    "rejected: torn chain",
+    "rejected: cycle",
+    "rejected: depth bound",
+    "rejected: read fault",
+    "rejected: bad frame",
+    "lost (ring buffer full)",
+)
+SUMMARY_HEAD_RE = re.compile(r"^pywalk: (\d+) perf events, accounted as:\s*$")
+SUMMARY_ROW_RE = re.compile(r"^\s+(.+?)\s+(\d+)$")
+PY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<path>.*):(?P<line>\d+)\)$")
+TASK_FRAME_RE = re.compile(r"^(?P<comm>.*) \((?P<id>\d+)\)$")
+UNKNOWN_NAMES = {"", "?", "??", "<unknown>", "[unknown]", "unknown"}
+
+READY_TIMEOUT_S = 20.0
+
+
+def pywalk_path():
+    return os.environ.get("PYWALK") or os.path.join(REPO, "build", "pywalk")
+
+
+def run_pywalk(args, timeout=60):
+    """Run pywalk with args; returns CompletedProcess with text stdout/stderr.
+    A run that outlives timeout is killed and reported as a test failure by the caller
+    (subprocess.TimeoutExpired propagates)."""
+    return subprocess.run([pywalk_path()] + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=timeout)
+
+
+# --- folded output -------------------------------------------------------------------
+
+def parse_folded(path):
+    """[(frames, count)] from a collapsed-stack file; frames are strings, root first."""
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.rstrip("\n")
+            if not line.strip():
+                continue
+            stack, sep, count = line.rpartition(" ")
+            assert sep and count.isdigit() and stack, \
+                "%s:%d: not 'frame;...;frame COUNT': %r" % (path, lineno, line)
+            rows.append((stack.split(";"), int(count)))
+    return rows
+
+
+def parse_py_frame(text):
+    """(qualname, path, line) of a Python frame string, or None."""
+    m = PY_FRAME_RE.match(text)
+    return (m.group("name"), m.group("path"), int(m.group("line"))) if m else None
+
+
+def parse_task_frame(text):
+    """(comm, id) of a 'COMM (PID)' / 'COMM (TID)' frame, or None."""
+    if PY_FRAME_RE.match(text):
+        return None
+    m = TASK_FRAME_RE.match(text)
+    return (m.group("comm"), int(m.group("id"))) if m else None
+
+
+def unknown_frames(rows):
+    """Counter of Python frame strings that look unknown or do not parse."""
+    bad = collections.Counter()
+    for frames, n in rows:
+        for fr in frames:
+            if parse_task_frame(fr):
+                continue
+            py = parse_py_frame(fr)
+            # Line 0 is allowed: CPython has instructions with no line (startup code);
+            # frames of the workload are checked for their exact lines elsewhere.
+            if py is None or py[0].strip() in UNKNOWN_NAMES or \
+                    py[1].strip() in UNKNOWN_NAMES:
+                bad[fr] += n
+    return bad
+
+
+# --- accounting summary --------------------------------------------------------------
+
+def parse_summary(stderr):
+    """(event count N, {label: count}) from pywalk's stderr; raises AssertionError if
+    the summary block is missing."""
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        m = SUMMARY_HEAD_RE.match(line)
+        if not m:
+            continue
+        buckets = {}
+        for row in lines[i + 1:]:
+            r = SUMMARY_ROW_RE.match(row)
+            if not r:
+                break
+            label = r.group(1).strip()
+            assert label not in buckets, "bucket %r printed twice:\n%s" % (label, stderr)
+            buckets[label] = int(r.group(2))
+        return int(m.group(1)), buckets
+    raise AssertionError("no 'pywalk: N perf events, accounted as:' summary on stderr:\n"
+                         + stderr)
+
+
+def check_summary(stderr):
+    """Assert the accounting invariant; returns (N, buckets)."""
+    total, buckets = parse_summary(stderr)
+    missing = [l for l in SUMMARY_LABELS if l not in buckets]
+    assert not missing, "summary lacks buckets %s:\n%s" % (missing, stderr)
+    assert sum(buckets.values()) == total, \
+        "buckets add up to %d, not to the %d perf events:\n%s" % (
+            sum(buckets.values()), total, stderr)
+    return total, buckets
+
+
+NOT_COUNTED_RE = re.compile(r"^pywalk: of the shipped stacks, (\d+) were not counted")
+NOT_COUNTED_MAX = 0.01  # of shipped
+
+
+def check_folded_total(stderr, rows, describe=""):
+    """Folded counts + the stacks pywalk reports it could not write ("of the shipped
+    stacks, K were not counted: ..." on stderr) == shipped, and K is at most 1 %."""
+    _, buckets = parse_summary(stderr)
+    not_counted = 0
+    for line in stderr.splitlines():
+        m = NOT_COUNTED_RE.match(line)
+        if m:
+            not_counted += int(m.group(1))
+    folded = sum(n for _, n in rows)
+    shipped = buckets["shipped"]
+    assert folded + not_counted == shipped, \
+        "folded output holds %d samples + %d reported not counted != %d shipped\n%s" % (
+            folded, not_counted, shipped, describe)
+    assert not_counted <= NOT_COUNTED_MAX * shipped, \
+        "%d of %d shipped stacks were not counted (> %.0f%%)\n%s" % (
+            not_counted, shipped, 100 * NOT_COUNTED_MAX, describe)
+    return folded
+
+
+def describe_run(result, out_path=None, limit=15):
+    """Text for failure messages: stderr and the top of the output."""
+    text = "pywalk exit %s\n--- stderr ---\n%s" % (result.returncode, result.stderr)
+    if out_path and os.path.exists(out_path):
+        rows = sorted(parse_folded(out_path), key=lambda r: -r[1])[:limit]
+        text += "\n--- top stacks ---\n" + "\n".join(
+            "%6d %s" % (n, ";".join(fr)) for fr, n in rows)
+    return text
+
+
+# --- processes -----------------------------------------------------------------------
+
+class Target:
+    """A running workload started by the tests (its own process group)."""
+
+    def __init__(self, interp, script="known_shape.py", args=()):
+        self.interp = interp
+        self.script_path = interp.script_path(script)
+        self.argv = interp.argv(script, *args)
+        self._err = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=self._err,
+                                     start_new_session=True)
+        self.pid = self.proc.pid
+
+    def wait_ready(self, timeout=READY_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        buf = b""
+        fd = self.proc.stdout.fileno()
+        while b"READY\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                raise AssertionError("%s: no READY within %.0f s (exit %s)\n%s" % (
+                    " ".join(self.argv), timeout, self.proc.poll(), self.stderr()))
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    continue
+                buf += chunk
+        return self
+
+    def stderr(self):
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read()
+
+    def tids(self):
+        return sorted(int(t) for t in os.listdir("/proc/%d/task" % self.pid))
+
+    def comm(self, tid=None):
+        path = "/proc/%d/task/%d/comm" % (self.pid, tid or self.pid)
+        with open(path) as f:
+            return f.read().rstrip("\n")
+
+    def cpu_seconds(self):
+        """utime + stime of the whole process so far."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self.proc.stdout.close()
+        self._err.close()
+
+
+def missing_pid():
+    """A PID with no process (checked just now)."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid = int(f.read()) - 1
+    while os.path.exists("/proc/%d" % pid):
+        pid -= 1
+    return pid
+
+
+# --- scoring against the ground truth ------------------------------------------------
+
+class ThreadScore:
+    """Samples of one thread classified against that thread's expected stacks."""
+
+    def __init__(self, expected_for_thread, other_threads_expected=()):
+        self.expected = expected_for_thread
+        self.others = list(other_threads_expected)
+        self.total = 0
+        self.phases = collections.Counter()
+        self.unmatched = collections.Counter()
+        self.foreign = 0          # samples that are another thread's expected stack
+        self.stacks = collections.Counter()
+
+    def add(self, py_frames, n):
+        self.total += n
+        self.stacks[tuple(py_frames)] += n
+        phase = ks.classify(py_frames, self.expected)
+        if phase:
+            self.phases[phase] += n
+            return
+        self.unmatched[tuple(py_frames)] += n
+        if any(ks.classify(py_frames, o) for o in self.others):
+            self.foreign += n
+
+    @property
+    def matched(self):
+        return sum(self.phases.values())
+
+    @property
+    def match_fraction(self):
+        return self.matched / self.total if self.total else 0.0
+
+    def split(self):
+        m = self.matched
+        return {p: (self.phases[p] / m if m else 0.0) for p in self.expected}
+
+    def report(self, limit=6):
+        lines = ["samples %d, matched %d (%.2f%%), phases %s, foreign %d" % (
+            self.total, self.matched, 100 * self.match_fraction, dict(self.phases),
+            self.foreign)]
+        for stack, n in self.unmatched.most_common(limit):
+            lines.append("  unmatched x%d: %s" % (n, ks.format_stack(stack)))
+        return "\n".join(lines)
+
+
+def to_py_frames(frames):
+    """Parsed Python frames of a folded stack; raises AssertionError on a frame that is
+    not a Python frame."""
+    out = []
+    for fr in frames:
+        py = parse_py_frame(fr)
+        assert py is not None, "not a Python frame %r in %s" % (fr, ";".join(frames))
+        out.append(py)
+    return out
