@@ -50,6 +50,13 @@ $(O)/user/%.o: user/%.c $(O)/pywalk.skel.h | $(O)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
+# The HTML writer's page, embedded so a profile is one file that needs nothing else.
+$(O)/flame_html.h: user/assets/flame.html | $(O)
+	$(call msg,GEN,$@)
+	$(Q)cd user/assets && xxd -i flame.html > $(abspath $@).tmp
+	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
+$(O)/user/out_html.o: $(O)/flame_html.h
+
 $(O)/pywalk: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -lncursesw -o $@

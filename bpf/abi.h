@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 2
+#define PW_ABI_VERSION 3
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -79,7 +79,9 @@ struct pw_offsets {
 	__u16 frame_read_size;	    /* bytes to read per frame, <= PW_FRAME_READ_MAX */
 	__u16 tstate_read_size;	    /* bytes to read per thread state, <= PW_TSTATE_READ_MAX */
 	__u16 tstate_datastack_chunk; /* datastack_chunk (3.11+), PW_OFF_NONE = don't check */
-	__u16 pad[3];
+	__u16 code_tag;		    /* start of the code object's tag window, PW_OFF_NONE = no tag */
+	__u16 code_tag_mask;	    /* which 8-byte words of the window make the tag */
+	__u16 code_tag_size;	    /* bytes to read for the window */
 };
 _Static_assert(sizeof(struct pw_offsets) == 40, "pw_offsets is ABI");
 
@@ -104,13 +106,34 @@ _Static_assert(sizeof(struct pw_proc) == 56, "pw_proc is ABI");
 /* Instruction offset value meaning "before the first instruction". */
 #define PW_INSTR_NONE 0xffffffffu
 
-/* One Python frame: the code object address and the instruction offset in code units. */
+/* One Python frame: the code object address, the instruction offset in code units, and a
+ * tag of the code object as it was at sample time, so userspace never names a frame after
+ * another code object that reused the address (DESIGN.md invariant 3). */
 struct pw_frame {
 	__u64 code;
 	__u32 instr;
-	__u32 pad;
+	__u32 tag;
 };
-_Static_assert(sizeof(struct pw_frame) == 16, "pw_frame is ABI");
+
+/* The tag: immutable words of the code object folded to 32 bits. The window starts at
+ * offsets.code_tag and spans up to PW_CODE_TAG_WORDS 8-byte words; bit i of code_tag_mask
+ * selects word i. 3.12+ include co_version, unique per code object created; older versions
+ * use pointers to objects the code object owns (names, line table, constants). */
+#define PW_CODE_TAG_WORDS 16
+
+static inline __u32 pw_code_tag(const __u64 *words, __u16 mask)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < PW_CODE_TAG_WORDS; i++) {
+		if (mask & (1u << i)) {
+			h ^= words[i];
+			h *= 0x100000001b3ull;
+			h ^= h >> 29;
+		}
+	}
+	return (__u32)h ^ (__u32)(h >> 32);
+}
 
 /* Header of a ring-buffer record, followed by `nframes` struct pw_frame, leaf first. */
 struct pw_sample_hdr {

@@ -273,7 +273,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 		/* Entry/shim frame (C -> Python boundary): part of the chain, never shipped. */
 		w->last_was_entry = 1;
 	} else {
-		__u32 instr, idx;
+		__u32 instr, idx, tag;
 
 		if (!code) {
 			w->outcome = PW_OUT_BAD_FRAME;
@@ -306,11 +306,25 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 		w->last_was_entry =
 			cfg->off.frame_is_entry != PW_OFF_NONE &&
 			pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
+		tag = 0;
+		if (cfg->off.code_tag != PW_OFF_NONE) {
+			__u64 words[PW_CODE_TAG_WORDS];
+			__u32 tag_size = cfg->off.code_tag_size;
+
+			if (tag_size > sizeof(words))
+				tag_size = sizeof(words);
+			__builtin_memset(words, 0, sizeof(words));
+			if (PW_READ_USER(words, tag_size, code + cfg->off.code_tag)) {
+				w->outcome = PW_OUT_READ_FAULT;
+				return 1;
+			}
+			tag = pw_code_tag(words, cfg->off.code_tag_mask);
+		}
 		idx = w->nframes;
 		if (idx < PW_MAX_FRAMES_CAP) {
 			w->out[idx].code = code;
 			w->out[idx].instr = instr;
-			w->out[idx].pad = 0;
+			w->out[idx].tag = tag;
 		}
 		w->nframes = idx + 1;
 	}

@@ -23,13 +23,13 @@
 #include "preflight.h"
 #include "profile.h"
 #include "proc.h"
+#include "progress.h"
+#include "session.h"
 #include "target.h"
 #include "util.h"
 
-#define MAX_PIDS 256
-
 struct record_opts {
-	pid_t pids[MAX_PIDS];
+	pid_t pids[SESSION_MAX_PIDS];
 	size_t npids;
 	uint32_t frequency_hz;
 	uint64_t duration_ms; /* 0 = until interrupted or the targets exit */
@@ -69,7 +69,7 @@ static void record_help(FILE *f)
 		"      --max-depth N      longest stack kept, 1-%d Python frames (default %d);\n"
 		"                         deeper stacks are rejected and counted, never cut\n"
 		"  -e, --event EVENT      perf event: cpu-clock (default), task-clock, cycles\n"
-		"  -q, --quiet            no summary, only errors\n"
+		"  -q, --quiet            no summary or progress line, only errors\n"
 		"  -v, --verbose          more diagnostics (-vv adds libbpf's)\n"
 		"  -h, --help             this text\n\n"
 		"Folded output: one line per distinct stack, root first,\n"
@@ -91,26 +91,6 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\nTry 'pywalk record --help'.\n");
 	return EXIT_USAGE;
-}
-
-static int add_pids(struct record_opts *o, const char *arg)
-{
-	char *copy = strdup(arg), *save = NULL, *tok;
-	int err = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
-		uint32_t pid;
-
-		err = parse_u32(tok, 1, 0x3fffffff, &pid);
-		if (!err && o->npids >= MAX_PIDS)
-			err = -E2BIG;
-		if (!err)
-			o->pids[o->npids++] = (pid_t)pid;
-	}
-	free(copy);
-	return err;
 }
 
 /* Returns -1 to go on, or an exit code. */
@@ -142,7 +122,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	while ((c = getopt_long(argc, argv, "+:p:F:r:d:o:f:e:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (add_pids(o, optarg))
+			if (session_add_pids(o->pids, &o->npids, optarg))
 				return usage_error("invalid PID list '%s'", optarg);
 			break;
 		case 'F':
@@ -211,7 +191,7 @@ static void print_summary(const uint64_t counts[PW_OUT__COUNT], uint64_t runs,
 #undef PW_X_LABEL
 	};
 	const struct profile_drops *d = profile__drops(p);
-	uint64_t dropped = d->malformed + d->unknown_pid + d->unsymbolized;
+	uint64_t dropped = d->malformed + d->unknown_pid + d->unsymbolized + d->stale;
 
 	if (log_level < LOG_INFO)
 		return;
@@ -221,34 +201,12 @@ static void print_summary(const uint64_t counts[PW_OUT__COUNT], uint64_t runs,
 	if (dropped)
 		fprintf(stderr,
 			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "
-			"(code object unreadable, e.g. process exited), %llu malformed, %llu of "
-			"untracked processes\n",
+			"(code object unreadable, e.g. process exited), %llu stale (code object "
+			"freed and its address reused), %llu malformed, %llu of untracked "
+			"processes\n",
 			(unsigned long long)dropped, (unsigned long long)d->unsymbolized,
-			(unsigned long long)d->malformed, (unsigned long long)d->unknown_pid);
-}
-
-/* Open targets given by PID; a Python still starting up gets a moment. */
-static int open_pid_targets(const struct record_opts *o, struct target *targets)
-{
-	char why[512];
-
-	for (size_t i = 0; i < o->npids; i++) {
-		int err, tries = 0;
-
-		do {
-			err = target_open(o->pids[i], &targets[i], why, sizeof(why));
-			if (err == -EAGAIN)
-				usleep(20000);
-		} while (err == -EAGAIN && ++tries < 100);
-		if (err) {
-			pw_err("%s\n", why);
-			return err;
-		}
-		pw_debug("PID %d: Python %u.%u.%u, _PyRuntime at 0x%llx in %s\n", o->pids[i],
-			 targets[i].ver.major, targets[i].ver.minor, targets[i].ver.micro,
-			 (unsigned long long)targets[i].ver.cfg.runtime_addr, targets[i].binary);
-	}
-	return 0;
+			(unsigned long long)d->stale, (unsigned long long)d->malformed,
+			(unsigned long long)d->unknown_pid);
 }
 
 /* After exec: wait until the command's interpreter is up. 0, or an exit code path error. */
@@ -278,14 +236,6 @@ static int wait_for_launched(struct launch *l, struct target *t)
 	return err;
 }
 
-static bool targets_alive(const struct target *targets, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (proc_is_alive(targets[i].pid))
-			return true;
-	return false;
-}
-
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { 0 };
@@ -296,6 +246,7 @@ int cmd_record(int argc, char **argv)
 	struct launch child = { .pid = -1, .release_fd = -1, .exec_err_fd = -1 };
 	const struct out_writer *writer;
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct progress progress = { 0 };
 	uint64_t counts[PW_OUT__COUNT] = { 0 }, runs = 0, deadline = 0;
 	char why[512] = "";
 	size_t ntargets;
@@ -328,7 +279,7 @@ int cmd_record(int argc, char **argv)
 		pw_err("out of memory\n");
 		goto out;
 	}
-	if (!o.command && open_pid_targets(&o, targets))
+	if (!o.command && session_open_pids(o.pids, o.npids, targets))
 		goto out;
 
 	prof = profile__new(&(struct profile_opts){ .by_thread = o.threads,
@@ -370,33 +321,36 @@ int cmd_record(int argc, char **argv)
 		if (wait_for_launched(&child, &targets[0]))
 			goto out;
 	}
-	for (size_t i = 0; i < ntargets; i++) {
-		err = profile__add_target(prof, &targets[i]);
-		if (!err)
-			err = loader__add_process(ld, targets[i].pid, &targets[i].ver.cfg);
-		if (err) {
-			pw_err("cannot add PID %d: %s\n", targets[i].pid, strerror(-err));
-			goto out;
-		}
-	}
+	/* sampling starts with tracking: writers state its period and time span */
+	profile__start_sampling(prof, o.frequency_hz);
+	if (session_track(prof, ld, targets, ntargets))
+		goto out;
 	if (o.duration_ms)
 		deadline = now_ns() + o.duration_ms * 1000000ull;
 	pw_debug("sampling %zu process(es) at %u Hz\n", ntargets, o.frequency_hz);
 
+	progress_init(&progress, now_ns());
 	while (!stop_requested) {
 		err = loader__poll(ld, 100);
 		if (err < 0) {
+			progress_clear(&progress);
 			pw_err("reading samples failed: %s\n", strerror(-err));
 			goto out;
 		}
 		if (deadline && now_ns() >= deadline)
 			break;
-		if (o.command ? launch_poll_exit(&child) : !targets_alive(targets, ntargets))
+		if (o.command ? launch_poll_exit(&child) : !session_any_alive(targets, ntargets))
 			break;
+		/* the counters are per-CPU map reads: only when the line is due */
+		if (progress_due(&progress, now_ns()) && !loader__read_outcomes(ld, counts, &runs))
+			progress_show(&progress, now_ns(), counts[PW_OUT_SHIPPED],
+				      session_rejected(counts, NULL), counts[PW_OUT_LOST]);
 	}
-	/* stop sampling these processes, then take what is still in the ring buffer */
-	for (size_t i = 0; i < ntargets; i++)
-		loader__remove_process(ld, targets[i].pid);
+	/* before the profile (stdout may be this terminal too) and the summary */
+	progress_clear(&progress);
+	/* stop sampling, then take what is still in the ring buffer: after this the
+	 * counters and the records agree */
+	loader__stop(ld);
 	err = loader__drain(ld);
 	if (err < 0) {
 		pw_err("reading samples failed: %s\n", strerror(-err));

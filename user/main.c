@@ -12,6 +12,7 @@ static const struct cmd {
 	const char *summary;
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks of processes or a command, write a profile" },
+	{ "top", cmd_top, "live view of the functions processes spend CPU in, like top" },
 };
 
 static void usage(FILE *f)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The table of output formats. */
 #include <string.h>
+#include <strings.h>
 
 #include "out.h"
 
@@ -8,6 +9,12 @@ static const struct out_writer writers[] = {
 	{ "folded", ".folded", out_folded_write },
 	{ "folded", ".collapsed", out_folded_write },
 	{ "folded", ".txt", out_folded_write },
+	{ "html", ".html", out_html_write },
+	{ "html", ".htm", out_html_write },
+	{ "speedscope", ".speedscope.json", out_speedscope_write },
+	{ "speedscope", ".json", out_speedscope_write },
+	{ "pprof", ".pb.gz", out_pprof_write },
+	{ "pprof", ".pprof", out_pprof_write },
 };
 
 const struct out_writer *out_by_name(const char *name)
@@ -20,17 +27,23 @@ const struct out_writer *out_by_name(const char *name)
 
 const struct out_writer *out_by_path(const char *path)
 {
-	const char *dot = strrchr(path, '.');
+	const char *base = strrchr(path, '/');
+	size_t len;
 
-	if (!dot || strchr(dot, '/'))
-		return NULL;
-	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		if (!strcmp(writers[i].extension, dot))
+	base = base ? base + 1 : path;
+	len = strlen(base);
+	/* rows are matched in order, so ".speedscope.json" is tried before ".json" */
+	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++) {
+		size_t elen = strlen(writers[i].extension);
+
+		/* the extension must follow a name: ".json" alone is a hidden file */
+		if (len > elen && !strcasecmp(base + len - elen, writers[i].extension))
 			return &writers[i];
+	}
 	return NULL;
 }
 
 const char *out_names(void)
 {
-	return "folded";
+	return "folded, html, speedscope, pprof";
 }

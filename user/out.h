@@ -9,7 +9,7 @@
 
 struct out_writer {
 	const char *name;      /* -f/--format value */
-	const char *extension; /* picked by output file name, e.g. ".folded" */
+	const char *extension; /* picked by output file name's ending, e.g. ".folded" */
 	int (*write)(FILE *f, const struct profile *p);
 };
 
@@ -21,5 +21,8 @@ const struct out_writer *out_by_path(const char *path);
 const char *out_names(void);
 
 int out_folded_write(FILE *f, const struct profile *p);
+int out_html_write(FILE *f, const struct profile *p);
+int out_speedscope_write(FILE *f, const struct profile *p);
+int out_pprof_write(FILE *f, const struct profile *p);
 
 #endif

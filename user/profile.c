@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "htab.h"
 #include "proc.h"
@@ -37,6 +38,7 @@ struct profile {
 
 	uint32_t ids[PW_MAX_FRAMES_CAP];
 	struct profile_drops drops;
+	struct profile_sampling sampling;
 	uint64_t records;
 };
 
@@ -189,14 +191,18 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 	/* the record is leaf first; stacks are interned root first */
 	for (uint32_t i = h->nframes; i-- > 0;) {
 		int64_t sym = symtab__resolve(p->symtab, h->pid, t->code_type, &t->ver.obj,
-					      frames[i].code);
+					      frames[i].code, frames[i].tag);
 		int64_t fid;
 
 		if (sym == -ENOMEM)
 			return -ENOMEM;
 		if (sym < 0) {
-			/* never guess: a stack with an unreadable frame is not counted */
-			p->drops.unsymbolized++;
+			/* never guess: a stack with an unreadable or since-replaced code object
+			 * is not counted */
+			if (sym == -ESTALE)
+				p->drops.stale++;
+			else
+				p->drops.unsymbolized++;
 			return 0;
 		}
 		if (symtab__is_shim(p->symtab, (uint32_t)sym))
@@ -212,6 +218,51 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 	if (err)
 		return err;
 	return agg__add(p->agg, h->pid, h->tid, p->ids, n, 1);
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void profile__start_sampling(struct profile *p, uint32_t frequency_hz)
+{
+	profile__set_sampling(p, frequency_hz, wall_ns(), 0);
+}
+
+void profile__stop_sampling(struct profile *p)
+{
+	p->sampling.end_ns = wall_ns();
+}
+
+void profile__set_sampling(struct profile *p, uint32_t frequency_hz, uint64_t start_ns,
+			   uint64_t end_ns)
+{
+	p->sampling = (struct profile_sampling){ .frequency_hz = frequency_hz,
+						 .start_ns = start_ns,
+						 .end_ns = end_ns };
+}
+
+const struct profile_sampling *profile__sampling(const struct profile *p)
+{
+	return &p->sampling;
+}
+
+uint64_t profile__period_ns(const struct profile *p)
+{
+	return p->sampling.frequency_hz ? 1000000000ull / p->sampling.frequency_hz : 0;
+}
+
+uint64_t profile__duration_ns(const struct profile *p)
+{
+	uint64_t end = p->sampling.end_ns ? p->sampling.end_ns : wall_ns();
+
+	if (!p->sampling.start_ns)
+		return 0;
+	return end > p->sampling.start_ns ? end - p->sampling.start_ns : 0;
 }
 
 const struct agg *profile__agg(const struct profile *p)

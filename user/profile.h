@@ -23,6 +23,15 @@ struct profile_drops {
 	uint64_t malformed;	/* record shorter than it claims */
 	uint64_t unknown_pid;	/* process no longer tracked */
 	uint64_t unsymbolized;	/* a code object could not be read (process exited) */
+	uint64_t stale;		/* a code object was freed and its address reused before
+				 * it could be read */
+};
+
+/* How the samples were taken, so writers can state periods and times. */
+struct profile_sampling {
+	uint32_t frequency_hz; /* samples per second per CPU; 0 = unknown */
+	uint64_t start_ns;     /* wall clock (CLOCK_REALTIME) when sampling began; 0 = unknown */
+	uint64_t end_ns;       /* when it ended; 0 = still running (writers take "now") */
 };
 
 struct profile;
@@ -38,6 +47,19 @@ void profile__target_gone(struct profile *p, pid_t pid);
 /* Add one ring-buffer record. Always returns 0 (problems are counted in drops) unless
  * memory runs out (-ENOMEM). */
 int profile__add_record(struct profile *p, const void *data, size_t size);
+
+/* Sampling starts now at `frequency_hz`: stamps the wall-clock start, clears the end. */
+void profile__start_sampling(struct profile *p, uint32_t frequency_hz);
+/* Sampling ended now (optional: until then writers take the time they write as the end). */
+void profile__stop_sampling(struct profile *p);
+/* Set all of it explicitly (times in CLOCK_REALTIME ns), e.g. for a profile built offline. */
+void profile__set_sampling(struct profile *p, uint32_t frequency_hz, uint64_t start_ns,
+			   uint64_t end_ns);
+const struct profile_sampling *profile__sampling(const struct profile *p);
+/* Nanoseconds of CPU time one sample stands for (1e9 / frequency); 0 when unknown. */
+uint64_t profile__period_ns(const struct profile *p);
+/* Wall-clock length of the recording in ns: end (or now, while running) minus start. */
+uint64_t profile__duration_ns(const struct profile *p);
 
 const struct agg *profile__agg(const struct profile *p);
 const struct symtab *profile__symtab(const struct profile *p);

@@ -41,6 +41,37 @@ static void set_read_sizes(struct pw_proc *cfg)
 	o->tstate_read_size = (t + 7) & ~7;
 }
 
+/* The code tag window of each version: only fields a code object never changes.
+ * 3.10: co_code .. co_linetable (10 pointers at 48..128).
+ * 3.11: co_consts, co_names, co_exceptiontable (24..48) and co_filename .. co_linetable
+ *       (112..144); the words between hold counters that change (co_warmup).
+ * 3.12+: co_nfreevars + co_version (88..96; co_version is unique per code object),
+ *       co_localsplusnames .. co_linetable (96..144). Offsets measured with offsetof. */
+static void set_code_tag(unsigned int minor, struct pw_offsets *o, struct py_objlayout *obj)
+{
+	o->code_tag = PW_OFF_NONE;
+	o->code_tag_mask = 0;
+	o->code_tag_size = 0;
+	if (minor == 10) {
+		o->code_tag = 48;
+		o->code_tag_mask = 0x3ff;
+	} else if (minor == 11) {
+		o->code_tag = 24;
+		o->code_tag_mask = 0x7 | 0xf << 11;
+	} else if (minor >= 12 && obj->co_qualname == 128 && obj->co_linetable == 136) {
+		o->code_tag = 88;
+		o->code_tag_mask = 0x7f;
+	}
+	for (int i = 0; i < PW_CODE_TAG_WORDS; i++)
+		if (o->code_tag_mask & (1u << i))
+			o->code_tag_size = (uint16_t)(8 * (i + 1));
+	obj->tag_off = o->code_tag;
+	obj->tag_mask = o->code_tag_mask;
+	obj->tag_size = o->code_tag_size;
+	if (o->code_tag != PW_OFF_NONE && obj->co_read_size < o->code_tag + o->code_tag_size)
+		obj->co_read_size = o->code_tag + o->code_tag_size;
+}
+
 static void set_unicode_312(struct py_objlayout *obj)
 {
 	obj->str_length = 16;
@@ -64,6 +95,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	o->frame_owner = PW_OFF_NONE;
 	o->frame_is_entry = PW_OFF_NONE;
 	o->tstate_datastack_chunk = PW_OFF_NONE;
+	o->code_tag = PW_OFF_NONE;
 	o->tstate_next = 8;
 	o->interp_next = 0;
 	cfg->shim_owner = 0xff;
@@ -133,6 +165,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	default:
 		return -ENOTSUP;
 	}
+	set_code_tag(minor, o, obj);
 	set_read_sizes(cfg);
 	return 0;
 }
@@ -273,6 +306,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
 	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
 	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
+	set_code_tag(minor, o, obj);
 	set_read_sizes(&out->cfg);
 	if (o->frame_read_size > PW_FRAME_READ_MAX || o->tstate_read_size > PW_TSTATE_READ_MAX) {
 		snprintf(why, why_size, "Python %u.%u.%u frame layout is larger than pywalk handles",

@@ -19,6 +19,8 @@ struct py_objlayout {
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
 	uint16_t bytes_size, bytes_data;
 	enum linetable_format lt_format;
+	/* the code tag window, as in struct pw_offsets (PW_OFF_NONE: no tag) */
+	uint16_t tag_off, tag_mask, tag_size;
 };
 
 struct py_version {

@@ -28,6 +28,7 @@ struct sym {
 struct code_entry {
 	uint64_t code;
 	pid_t pid; /* 0 once forgotten */
+	uint32_t tag;
 	uint32_t sym;
 };
 
@@ -234,7 +235,7 @@ static uint64_t load_ptr(const uint8_t *buf, uint16_t off)
 
 /* Read a code object and add it as a new symbol. Returns its id or a negative errno. */
 static int64_t read_code(struct symtab *st, pid_t pid, uint64_t code_type,
-			 const struct py_objlayout *lay, uint64_t code)
+			 const struct py_objlayout *lay, uint64_t code, uint32_t tag)
 {
 	uint8_t hdr[512];
 	char *name = NULL, *file = NULL;
@@ -251,6 +252,15 @@ static int64_t read_code(struct symtab *st, pid_t pid, uint64_t code_type,
 		return err;
 	if (code_type && load_ptr(hdr, 8) != code_type)
 		return -EINVAL; /* freed and reused memory, or not a code object at all */
+	if (symtab_layout_has_tag(lay)) {
+		__u64 words[PW_CODE_TAG_WORDS] = { 0 };
+
+		if (lay->tag_off + lay->tag_size > lay->co_read_size || lay->tag_size > sizeof(words))
+			return -EINVAL;
+		memcpy(words, hdr + lay->tag_off, lay->tag_size);
+		if (pw_code_tag(words, lay->tag_mask) != tag)
+			return -ESTALE; /* another code object took the sampled one's address */
+	}
 	memcpy(&firstlineno, hdr + lay->co_firstlineno, 4);
 	name = read_str(pid, lay, load_ptr(hdr, lay->co_qualname));
 	file = read_str(pid, lay, load_ptr(hdr, lay->co_filename));
@@ -286,6 +296,7 @@ fail:
 struct code_key {
 	uint64_t code;
 	pid_t pid;
+	uint32_t tag;
 };
 
 static bool code_eq(uint32_t id, const void *key, void *ctx)
@@ -293,21 +304,22 @@ static bool code_eq(uint32_t id, const void *key, void *ctx)
 	const struct symtab *st = ctx;
 	const struct code_key *k = key;
 
-	return st->codes[id].code == k->code && st->codes[id].pid == k->pid;
+	return st->codes[id].code == k->code && st->codes[id].pid == k->pid &&
+	       st->codes[id].tag == k->tag;
 }
 
 int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
-			const struct py_objlayout *lay, uint64_t code)
+			const struct py_objlayout *lay, uint64_t code, uint32_t tag)
 {
-	struct code_key k = { .code = code, .pid = pid };
-	uint64_t hash = hash_mix64(code ^ ((uint64_t)pid << 48));
+	struct code_key k = { .code = code, .pid = pid, .tag = tag };
+	uint64_t hash = hash_mix64(code ^ ((uint64_t)pid << 48) ^ ((uint64_t)tag << 16));
 	uint32_t id;
 	int64_t sym;
 	int err;
 
 	if (htab_find(&st->code_index, hash, code_eq, &k, st, &id))
 		return st->codes[id].sym;
-	sym = read_code(st, pid, code_type, lay, code);
+	sym = read_code(st, pid, code_type, lay, code, tag);
 	if (sym < 0)
 		return sym;
 	err = grow_array((void **)&st->codes, &st->codes_cap, st->ncodes + 1, sizeof(*st->codes));
@@ -315,7 +327,8 @@ int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
 		err = htab_insert(&st->code_index, hash, (uint32_t)st->ncodes);
 	if (err)
 		return err;
-	st->codes[st->ncodes++] = (struct code_entry){ .code = code, .pid = pid, .sym = (uint32_t)sym };
+	st->codes[st->ncodes++] =
+		(struct code_entry){ .code = code, .pid = pid, .tag = tag, .sym = (uint32_t)sym };
 	return sym;
 }
 

@@ -22,11 +22,19 @@ struct symtab;
 struct symtab *symtab__new(void);
 void symtab__free(struct symtab *st);
 
-/* Symbol id of the code object at `code` in `pid`, reading it on a miss. `code_type` is the
- * address of PyCode_Type in the target (0 = unknown, not checked). Returns an id >= 0 or a
- * negative errno (-EFAULT/-ESRCH when unreadable, -EINVAL when it is not a code object). */
+/* Symbol id of the code object at `code` in `pid` whose tag at sample time was `tag`
+ * (pw_code_tag), reading it on a miss. `code_type` is the address of PyCode_Type in the
+ * target (0 = unknown, not checked). Returns an id >= 0 or a negative errno: -EFAULT/-ESRCH
+ * when unreadable, -EINVAL when it is not a code object, -ESTALE when the object now at
+ * that address is not the one sampled (freed and the address reused). */
 int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
-			const struct py_objlayout *lay, uint64_t code);
+			const struct py_objlayout *lay, uint64_t code, uint32_t tag);
+
+/* Does this layout carry a code tag? */
+static inline bool symtab_layout_has_tag(const struct py_objlayout *lay)
+{
+	return lay->tag_off != PW_OFF_NONE && lay->tag_mask;
+}
 
 /* Entry/cleanup shims that run as frames but are not user code (3.13+ `__init__` shim). */
 bool symtab__is_shim(const struct symtab *st, uint32_t sym);

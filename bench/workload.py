@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: MIT
+# The benchmark workload: CPU-bound, a fixed amount of work, and a known shape. Runs on
+# CPython 3.6+ (the peers' interpreters too); imports only the standard library.
+#
+#   split  --units N          phase_a / phase_b share one leaf (spin) in a 70/30 split of
+#                             equal work units; reports the CPU time each phase really took
+#   depth  --depth D          D Python frames deep, then spins in place forever: the frame
+#                             chain does not change while it spins (no Python calls)
+#   stacks --stacks 1000      cycles through 1,000 distinct 5-frame stacks until killed
+#
+# Protocol (split): with --wait-go it prints "ready PID" and waits for a line on stdin
+# before working, so a profiler can attach first; after the work it prints one JSON line
+# and, with --linger, waits for stdin to close so the profiler can still read its maps.
+import json
+import os
+import sys
+import time
+
+A_UNITS, B_UNITS = 7, 3  # the known split: 70 % phase_a, 30 % phase_b
+UNIT = 20000  # spin iterations per unit (~1 ms on a 2020s x86 core)
+
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def phase_a(units):
+    for _ in range(units):
+        spin(UNIT)
+
+
+def phase_b(units):
+    for _ in range(units):
+        spin(UNIT)
+
+
+def idle_wait(read):
+    # Blocked outside the measured work; wall-clock samplers (austin) see this frame, and
+    # the harness leaves such samples out of every profiler's count.
+    read()
+
+
+def run_split(rounds):
+    clock = time.process_time_ns
+    a_ns = b_ns = 0
+    wall0, cpu0 = time.perf_counter_ns(), clock()
+    for _ in range(rounds):
+        t0 = clock()
+        phase_a(A_UNITS)
+        t1 = clock()
+        phase_b(B_UNITS)
+        t2 = clock()
+        a_ns += t1 - t0
+        b_ns += t2 - t1
+    cpu_ns, wall_ns = clock() - cpu0, time.perf_counter_ns() - wall0
+    return {
+        "cpu_ns": cpu_ns,
+        "wall_ns": wall_ns,
+        "a_ns": a_ns,
+        "b_ns": b_ns,
+        "rounds": rounds,
+        "version": "%d.%d.%d" % sys.version_info[:3],
+    }
+
+
+def spin_forever():
+    # One frame, no calls that push Python frames: the chain above it stays as it is.
+    while True:
+        x = 0
+        for i in range(100000):
+            x += i
+
+
+def descend(n):
+    if n > 1:
+        return descend(n - 1)
+    say("ready %d" % os.getpid())
+    spin_forever()
+
+
+def run_depth(depth):
+    # <module>, main, run_depth, (depth - 4) x descend, spin_forever: depth Python frames
+    if depth < 5:
+        raise SystemExit("workload: --depth must be at least 5")
+    sys.setrecursionlimit(depth + 100)
+    descend(depth - 4)
+
+
+def make_stacks(n):
+    """n distinct stacks: top(i) -> mid(j) -> leaf(k) over fanouts whose product is >= n,
+    each a separate code object so each stack symbolizes differently."""
+    fan = 1
+    while fan**3 < n:
+        fan += 1
+    src = []
+    for k in range(fan):
+        src.append("def leaf%d(n):\n    for _ in range(n): pass\n" % k)
+    for j in range(fan):
+        src.append("def mid%d(k, n):\n    return LEAF[k](n)\n" % j)
+    for i in range(fan):
+        src.append("def top%d(j, k, n):\n    return MID[j](k, n)\n" % i)
+    ns = {}
+    exec(compile("".join(src), "<bench-stacks>", "exec"), ns)
+    ns["LEAF"] = [ns["leaf%d" % k] for k in range(fan)]
+    ns["MID"] = [ns["mid%d" % j] for j in range(fan)]
+    tops = [ns["top%d" % i] for i in range(fan)]
+    paths = [(i, j, k) for i in range(fan) for j in range(fan) for k in range(fan)][:n]
+    return tops, paths
+
+
+def run_stacks(n, seconds):
+    tops, paths = make_stacks(n)
+    say("ready %d" % os.getpid())
+    end = time.monotonic() + seconds if seconds else None
+    while end is None or time.monotonic() < end:
+        for i, j, k in paths:
+            tops[i](j, k, 200)
+
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def arg(name, default):
+    if name in sys.argv:
+        return int(sys.argv[sys.argv.index(name) + 1])
+    return default
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "split"
+    if mode == "depth":
+        run_depth(arg("--depth", 100))
+    elif mode == "stacks":
+        run_stacks(arg("--stacks", 1000), arg("--seconds", 0))
+    elif mode == "split":
+        rounds = arg("--units", 1000) // (A_UNITS + B_UNITS)
+        if "--wait-go" in sys.argv:
+            say("ready %d" % os.getpid())
+            idle_wait(sys.stdin.readline)
+        say(json.dumps(run_split(max(rounds, 1))))
+        if "--linger" in sys.argv:
+            idle_wait(sys.stdin.read)
+    else:
+        raise SystemExit("workload: unknown mode %r (split, depth, stacks)" % mode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Drives Debian's chromium through playwright-core for tests/e2e/test_formats.py and prints
+// one JSON object with what it saw. Never downloads a browser.
+//
+//   node browser_check.js flame PAGE.html SHOT.png [SEARCH [CLICK]]
+//     loads pywalk's HTML flame graph: errors, load time, the root's tooltip, a click
+//     zoom on the first frame whose label contains CLICK, a search for SEARCH
+//   node browser_check.js speedscope URL SHOT.png
+//     loads speedscope (URL carries #profileURL=...): errors, title, visible text
+"use strict";
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { chromium } = require("playwright-core");
+
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+async function withPage(fn) {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "pywalk-chromium-"));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, args: ARGS,
+    viewport: { width: 1400, height: 900 },
+  });
+  const out = { consoleErrors: [], pageErrors: [], requests: [] };
+  try {
+    const page = context.pages()[0] || await context.newPage();
+    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => out.pageErrors.push(String(e)));
+    page.on("request", (r) => out.requests.push(r.url().slice(0, 200)));
+    await fn(page, out);
+  } finally {
+    await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+async function flame(file, shot, searchText, clickText) {
+  return withPage(async (page, out) => {
+    const t0 = Date.now();
+    await page.goto("file://" + path.resolve(file));
+    await page.waitForFunction(() => window.pywalkFlame !== undefined, null, { timeout: 60000 });
+    out.loadMs = Date.now() - t0;
+    out.renderedAtMs = await page.evaluate(() => window.pywalkFlame.renderedAt);
+    out.total = await page.evaluate(() => window.pywalkFlame.total);
+    out.nodes = await page.evaluate(() => window.pywalkFlame.nodes);
+    out.pwned = await page.evaluate(() => typeof window.__pwned);
+    out.title = await page.title();
+    out.meta = await page.textContent("#meta");
+
+    const root = await page.evaluate(() => window.pywalkFlame.find(""));
+    if (root) {
+      await page.mouse.move(root.x, root.y);
+      out.rootTooltip = await page.textContent("#tooltip");
+      out.rootTooltipVisible = await page.isVisible("#tooltip");
+    }
+    if (clickText !== undefined) {
+      const box = await page.evaluate((t) => window.pywalkFlame.find(t), clickText);
+      out.clickTarget = box && box.label;
+      if (box) {
+        const t1 = Date.now();
+        await page.mouse.click(box.x, box.y);
+        out.zoomMs = Date.now() - t1;
+        out.zoomed = await page.evaluate(() => window.pywalkFlame.zoomed());
+        out.crumbs = await page.textContent("#crumbs");
+      }
+    }
+    if (searchText !== undefined) {
+      await page.fill("#search", searchText);
+      await page.waitForFunction(() => window.pywalkFlame.matched() !== null, null,
+        { timeout: 10000 });
+      out.matched = await page.evaluate(() => window.pywalkFlame.matched());
+      out.matchText = await page.textContent("#match");
+    }
+    await page.screenshot({ path: shot });
+  });
+}
+
+async function speedscope(url, shot) {
+  return withPage(async (page, out) => {
+    await page.goto(url);
+    // speedscope names the tab after the profile once it has imported it
+    await page.waitForFunction(() => / - speedscope$/.test(document.title), null,
+      { timeout: 30000 }).catch((e) => out.pageErrors.push("no profile title: " + e.message));
+    await page.waitForTimeout(500);
+    out.title = await page.title();
+    out.text = await page.evaluate(() => document.body.innerText);
+    await page.screenshot({ path: shot });
+    // the sandwich view lists every function in a DOM table
+    await page.keyboard.press("3");
+    await page.waitForTimeout(500);
+    out.sandwichText = await page.evaluate(() => document.body.innerText);
+    await page.screenshot({ path: shot.replace(/\.png$/, "-sandwich.png") });
+  });
+}
+
+(async () => {
+  const [mode, target, shot, a, b] = process.argv.slice(2);
+  const out = mode === "flame" ? await flame(target, shot, a, b)
+    : mode === "speedscope" ? await speedscope(target, shot)
+    : null;
+  if (!out) throw new Error("usage: browser_check.js flame|speedscope TARGET SHOT [...]");
+  process.stdout.write(JSON.stringify(out) + "\n");
+})().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for user/out.c: format selection by -f name and by output file name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "out.h"
+
+static const char *by_path(const char *path)
+{
+	const struct out_writer *w = out_by_path(path);
+
+	return w ? w->name : NULL;
+}
+
+static void test_formats_by_name(void **state)
+{
+	(void)state;
+	assert_ptr_equal(out_by_name("folded")->write, out_folded_write);
+	assert_ptr_equal(out_by_name("html")->write, out_html_write);
+	assert_ptr_equal(out_by_name("speedscope")->write, out_speedscope_write);
+	assert_ptr_equal(out_by_name("pprof")->write, out_pprof_write);
+	assert_null(out_by_name("svg"));
+	assert_null(out_by_name(""));
+	assert_string_equal(out_names(), "folded, html, speedscope, pprof");
+}
+
+static void test_formats_by_extension(void **state)
+{
+	(void)state;
+	assert_string_equal(by_path("out.folded"), "folded");
+	assert_string_equal(by_path("out.txt"), "folded");
+	assert_string_equal(by_path("out.collapsed"), "folded");
+	assert_string_equal(by_path("/tmp/x/out.html"), "html");
+	assert_string_equal(by_path("out.htm"), "html");
+	assert_string_equal(by_path("out.speedscope.json"), "speedscope");
+	assert_string_equal(by_path("out.json"), "speedscope");
+	assert_string_equal(by_path("out.pb.gz"), "pprof");
+	assert_string_equal(by_path("cpu.pprof"), "pprof");
+	assert_string_equal(by_path("OUT.HTML"), "html"); /* case does not matter */
+}
+
+static void test_formats_unknown_or_misleading_paths(void **state)
+{
+	(void)state;
+	assert_null(by_path("out"));
+	assert_null(by_path("out.gz"));	    /* gzip of what? */
+	assert_null(by_path("out.svg"));
+	assert_null(by_path(".json"));	    /* a hidden file, not an extension */
+	assert_null(by_path("dir.html/out")); /* a directory's name says nothing */
+	assert_null(by_path("out.html/"));
+	assert_null(by_path(""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_formats_by_name),
+		cmocka_unit_test(test_formats_by_extension),
+		cmocka_unit_test(test_formats_unknown_or_misleading_paths),
+	};
+
+	return cmocka_run_group_tests_name("out_formats", tests, NULL, NULL);
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+/* Symbolization against fake code objects in this process: names decode to UTF-8, a code
+ * object whose tag differs from the sampled one is never named (address reuse), and a
+ * cached symbol is not reused for a new object at the same address. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "test_out_fixture.h"
+
+static void test_reused_address_is_not_named_after_the_old_object(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	uint64_t code = fx_code(fx, "first", "a.py", 10);
+	uint8_t *co = (uint8_t *)(uintptr_t)code;
+	uint64_t new_name = fx_str(fx, "second");
+
+	(void)state;
+	fx_sample(fx, 0, &code, 1, 1);
+	assert_int_equal(agg__total(profile__agg(fx->p)), 1);
+	/* the object at this address is now another function: a sample of it must not be
+	 * named after the cached "first" */
+	memcpy(co + FX_CO_QUALNAME, &new_name, 8);
+	fx_sample(fx, 0, &code, 1, 1);
+	assert_int_equal(agg__total(profile__agg(fx->p)), 2);
+	{
+		const struct agg *agg = profile__agg(fx->p);
+		const struct symtab *st = profile__symtab(fx->p);
+		int seen_second = 0;
+
+		for (size_t i = 0; i < agg__nstacks(agg); i++) {
+			const struct agg_stack *s = agg__stack(agg, i);
+			const struct agg_frame *f = agg__frame(agg, agg__stack_frames(agg, s)[0]);
+
+			seen_second += !strcmp(symtab__func_name(st, f->func), "second");
+		}
+		assert_int_equal(seen_second, 1);
+	}
+	fx_free(fx);
+}
+
+static void test_object_changed_since_the_sample_is_dropped_as_stale(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	uint64_t code = fx_code(fx, "f", "a.py", 1);
+	size_t size = sizeof(struct pw_sample_hdr) + sizeof(struct pw_frame);
+	struct pw_sample_hdr *h = calloc(1, size);
+	struct pw_frame *fr = (struct pw_frame *)(h + 1);
+
+	(void)state;
+	h->pid = (uint32_t)getpid();
+	h->tid = (uint32_t)gettid();
+	h->nframes = 1;
+	*fr = (struct pw_frame){ .code = code, .instr = PW_INSTR_NONE, .tag = 0x12345678 };
+	assert_int_equal(profile__add_record(fx->p, h, size), 0);
+	assert_int_equal(profile__drops(fx->p)->stale, 1);
+	assert_int_equal(agg__total(profile__agg(fx->p)), 0);
+	free(h);
+	fx_free(fx);
+}
+
+static void test_decode_str_is_valid_utf8(void **state)
+{
+	static const uint16_t ucs2[] = { 'a', 0xd800, 0x20ac };
+	static const uint32_t ucs4[] = { 0x1f525, 0x110000 };
+	char *s;
+
+	(void)state;
+	s = symtab_decode_str((const uint8_t *)ucs2, 3, 2, false);
+	assert_string_equal(s, "a\xef\xbf\xbd\xe2\x82\xac"); /* lone surrogate -> U+FFFD */
+	free(s);
+	s = symtab_decode_str((const uint8_t *)ucs4, 2, 4, true);
+	assert_string_equal(s, "\xf0\x9f\x94\xa5\xef\xbf\xbd\xe2\x80\xa6"); /* cut marked by ... */
+	free(s);
+	s = symtab_decode_str((const uint8_t *)"\xe9", 1, 1, false);
+	assert_string_equal(s, "\xc3\xa9"); /* latin-1 */
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reused_address_is_not_named_after_the_old_object),
+		cmocka_unit_test(test_object_changed_since_the_sample_is_dropped_as_stale),
+		cmocka_unit_test(test_decode_str_is_valid_utf8),
+	};
+
+	return cmocka_run_group_tests_name("symtab", tests, NULL, NULL);
+}

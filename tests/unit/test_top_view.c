@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for the terminal-free parts of user/top_view.c: escaping of hostile names
+ * (no control byte may reach the terminal), cutting to a column budget, and which columns
+ * fit a terminal of a given width. No terminal is opened. */
+#include <locale.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "top_view.h"
+
+#define ELLIPSIS "\xe2\x80\xa6"
+
+static int setup_utf8(void **state)
+{
+	(void)state;
+	/* wcwidth() follows LC_CTYPE; C.UTF-8 is always there on Debian */
+	return setlocale(LC_CTYPE, "C.UTF-8") ? 0 : -1;
+}
+
+/* Render `in` into a fresh buffer; *cols gets the columns used. */
+static const char *text(const char *in, bool utf8, int max_cols, bool keep_tail, int *cols)
+{
+	static char out[1024];
+
+	*cols = top_view_text(in, utf8, max_cols, keep_tail, out, sizeof(out));
+	return out;
+}
+
+static void assert_text(const char *in, bool utf8, int max_cols, bool keep_tail,
+			const char *want, int want_cols)
+{
+	int cols;
+
+	assert_string_equal(text(in, utf8, max_cols, keep_tail, &cols), want);
+	assert_int_equal(cols, want_cols);
+}
+
+static void test_top_view_plain_ascii_is_unchanged(void **state)
+{
+	(void)state;
+	assert_text("main", false, 80, false, "main", 4);
+	assert_text("Outer.<locals>.inner", true, 80, false, "Outer.<locals>.inner", 20);
+	assert_text("", true, 80, false, "", 0);
+}
+
+static void test_top_view_control_bytes_are_escaped(void **state)
+{
+	(void)state;
+	assert_text("\x1b[2J", false, 80, false, "\\x1b[2J", 7);
+	assert_text("a\nb\tc\\d\x7f", true, 80, false, "a\\nb\\tc\\\\d\\x7f", 14);
+	assert_text("\x1b]2;PWNED\x07", true, 80, false, "\\x1b]2;PWNED\\x07", 16);
+	assert_text("\r", true, 80, false, "\\x0d", 4);
+}
+
+static void test_top_view_c1_bidi_and_zero_width_are_escaped_in_utf8(void **state)
+{
+	(void)state;
+	assert_text("\xc2\x9b" "31m", true, 80, false, "\\u009b31m", 9);
+	assert_text("x\xe2\x80\xae" "y", true, 80, false, "x\\u202ey", 8);
+	assert_text("x\xe2\x80\x8b" "y", true, 80, false, "x\\u200by", 8);
+	assert_text("\xf3\xa0\x80\x81", true, 80, false, "\\U000e0001", 10);
+}
+
+static void test_top_view_printable_unicode_passes_only_in_utf8(void **state)
+{
+	(void)state;
+	assert_text("caf\xc3\xa9", true, 80, false, "caf\xc3\xa9", 4);
+	assert_text("caf\xc3\xa9", false, 80, false, "caf\\u00e9", 9);
+	/* a wide character takes two columns */
+	assert_text("\xe6\xbc\xa2x", true, 80, false, "\xe6\xbc\xa2x", 3);
+}
+
+static void test_top_view_invalid_utf8_bytes_are_escaped(void **state)
+{
+	(void)state;
+	assert_text("a\xff" "b", true, 80, false, "a\\xffb", 6);
+	/* overlong '/', a surrogate, and a sequence cut short by the terminator */
+	assert_text("\xc0\xaf", true, 80, false, "\\xc0\\xaf", 8);
+	assert_text("\xed\xa0\x80", true, 80, false, "\\xed\\xa0\\x80", 12);
+	assert_text("x\xe2\x82", true, 80, false, "x\\xe2\\x82", 9);
+}
+
+static void test_top_view_long_text_is_cut_at_the_end_with_a_mark(void **state)
+{
+	(void)state;
+	assert_text("abcdefgh", false, 5, false, "abcd~", 5);
+	assert_text("abcdefgh", true, 5, false, "abcd" ELLIPSIS, 5);
+	assert_text("abcde", true, 5, false, "abcde", 5);
+	/* an escape is never split: it goes whole or not at all */
+	assert_text("ab\x1b", false, 5, false, "ab~", 3);
+	/* a wide character that would straddle the budget is left out */
+	assert_text("\xe6\xbc\xa2\xe6\xbc\xa2\xe6\xbc\xa2", true, 4, false,
+		    "\xe6\xbc\xa2" ELLIPSIS, 3);
+	assert_text("abc", true, 1, false, ELLIPSIS, 1);
+	assert_text("abc", true, 0, false, "", 0);
+}
+
+static void test_top_view_paths_keep_their_tail(void **state)
+{
+	(void)state;
+	assert_text("/very/long/path.py", false, 8, true, "~path.py", 8);
+	assert_text("/very/long/path.py", true, 8, true, ELLIPSIS "path.py", 8);
+	assert_text("/a.py", true, 8, true, "/a.py", 5);
+	assert_text("/x/\x1b[2J.py", false, 9, true, "~[2J.py", 7);
+}
+
+static void test_top_view_small_buffer_is_never_overrun(void **state)
+{
+	char out[8];
+	int cols;
+
+	(void)state;
+	memset(out, 'X', sizeof(out));
+	cols = top_view_text("\x1b\x1b\x1b\x1b\x1b", false, 80, false, out, 6);
+	assert_string_equal(out, "\\x1b");
+	assert_int_equal(cols, 4);
+	assert_int_equal(out[6], 'X');
+	assert_int_equal(top_view_text("abc", false, 80, false, out, 0), 0);
+}
+
+/* Random bytes, both modes, many widths: no byte below 0x20 or DEL ever comes out, no
+ * ESC in particular, and in ASCII mode the width is the length and fits the budget. */
+static void test_top_view_random_input_never_emits_control_bytes(void **state)
+{
+	char in[64], out[512];
+
+	(void)state;
+	srand(12345);
+	for (int round = 0; round < 20000; round++) {
+		size_t n = (size_t)(rand() % (sizeof(in) - 1));
+		int max_cols = rand() % 40, cols;
+		bool utf8 = rand() & 1, keep_tail = rand() & 1;
+
+		for (size_t i = 0; i < n; i++)
+			in[i] = (char)(1 + rand() % 255);
+		in[n] = 0;
+		cols = top_view_text(in, utf8, max_cols, keep_tail, out, sizeof(out));
+		assert_true(cols >= 0 && cols <= max_cols);
+		for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+			assert_true(*p >= 0x20 && *p != 0x7f);
+		/* C1 controls never pass as UTF-8 (0xc2 0x80..0x9f) */
+		assert_null(strstr(out, "\xc2\x9b"));
+		if (!utf8) {
+			for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+				assert_true(*p < 0x80);
+			assert_int_equal((int)strlen(out), cols);
+		}
+	}
+}
+
+static int row_width(const struct top_layout *l)
+{
+	/* own% 6, total% 8, two counts of 8, gap 2, function, then ' ' and the file */
+	return 6 + (l->total_pct ? 8 : 0) + (l->samples ? 16 : 0) + 2 + l->func_cols +
+	       (l->file ? 1 + l->file_cols : 0);
+}
+
+static void test_top_view_layout_drops_columns_as_the_terminal_narrows(void **state)
+{
+	struct top_layout l;
+
+	(void)state;
+	top_view_layout(120, &l);
+	assert_true(l.total_pct && l.samples && l.file);
+	assert_int_equal(row_width(&l), 120);
+
+	top_view_layout(80, &l);
+	assert_true(l.total_pct && l.samples && l.file);
+	assert_true(l.func_cols >= 20 && l.file_cols >= 20);
+
+	top_view_layout(60, &l);
+	assert_true(l.total_pct && l.samples && !l.file);
+
+	top_view_layout(40, &l);
+	assert_true(l.total_pct && !l.samples && !l.file);
+
+	top_view_layout(20, &l);
+	assert_true(!l.total_pct && !l.samples && !l.file);
+	assert_int_equal(l.func_cols, 12);
+
+	for (int cols = 20; cols <= TOP_VIEW_MAX_COLS; cols++) {
+		top_view_layout(cols, &l);
+		assert_true(l.func_cols >= 1);
+		assert_int_equal(row_width(&l), cols);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_top_view_plain_ascii_is_unchanged),
+		cmocka_unit_test(test_top_view_control_bytes_are_escaped),
+		cmocka_unit_test(test_top_view_c1_bidi_and_zero_width_are_escaped_in_utf8),
+		cmocka_unit_test(test_top_view_printable_unicode_passes_only_in_utf8),
+		cmocka_unit_test(test_top_view_invalid_utf8_bytes_are_escaped),
+		cmocka_unit_test(test_top_view_long_text_is_cut_at_the_end_with_a_mark),
+		cmocka_unit_test(test_top_view_paths_keep_their_tail),
+		cmocka_unit_test(test_top_view_small_buffer_is_never_overrun),
+		cmocka_unit_test(test_top_view_random_input_never_emits_control_bytes),
+		cmocka_unit_test(test_top_view_layout_drops_columns_as_the_terminal_narrows),
+	};
+
+	return cmocka_run_group_tests(tests, setup_utf8, NULL);
+}

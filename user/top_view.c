@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+/* ncurses drawing for `pywalk top`. Each line is built in a buffer from escaped text and
+ * written with one call, so a name can never place the cursor or emit a byte the terminal
+ * would act on. Layout and escaping are plain functions (unit-tested); the rest only runs
+ * on a terminal. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <langinfo.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wchar.h>
+#include <curses.h>
+
+#include "top_view.h"
+
+/* A column holds at most 4 bytes: a wide character (2 columns) is at most 4 bytes and the
+ * cut mark is 3 bytes for 1 column; escapes are 1 byte per column. */
+#define LINE_SIZE (TOP_VIEW_MAX_COLS * 4 + 64)
+
+/* Fixed column widths, each with its leading spaces. */
+#define W_OWN_PCT 6
+#define W_TOTAL_PCT 8
+#define W_COUNT 8
+#define W_GAP 2
+/* Narrowest terminal the table is drawn in, and fewest lines (header 4, a row, keys). */
+#define MIN_COLS 20
+#define MIN_LINES 6
+#define HEADER_LINES 4
+
+#define CUT_MARK_UTF8 "\xe2\x80\xa6" /* U+2026 HORIZONTAL ELLIPSIS */
+
+struct top_view {
+	SCREEN *scr;
+	FILE *tty_in; /* /dev/tty when stdin is not a terminal, else NULL */
+	bool utf8;
+	long first; /* index of the first row shown */
+	int page_rows;
+};
+
+void top_view_layout(int cols, struct top_layout *l)
+{
+	int rest;
+
+	*l = (struct top_layout){ 0 };
+	l->total_pct = cols >= W_OWN_PCT + W_TOTAL_PCT + W_GAP + 12;
+	l->samples = cols >= W_OWN_PCT + W_TOTAL_PCT + 2 * W_COUNT + W_GAP + 20;
+	rest = cols - W_OWN_PCT - W_GAP - (l->total_pct ? W_TOTAL_PCT : 0) -
+	       (l->samples ? 2 * W_COUNT : 0);
+	if (rest < 1)
+		rest = 1;
+	/* below 40 columns the function name needs all of them; above, paths are the longer
+	 * strings but qualnames the more useful, so they share evenly */
+	l->file = rest >= 40;
+	l->file_cols = l->file ? rest / 2 : 0;
+	l->func_cols = l->file ? rest - l->file_cols - 1 : rest;
+}
+
+/* One UTF-8 sequence at s: its length and code point, or 0 when it is not valid UTF-8
+ * (overlong, surrogate, beyond U+10FFFF, or cut short, which includes the terminator). */
+static int utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t v, min;
+	int n;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, v = s[0] & 0x1f, min = 0x80;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3, v = s[0] & 0x0f, min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, v = s[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3f);
+	}
+	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return n;
+}
+
+/* One screen cell group: a printable character as is, or the escape standing for it. */
+struct cell {
+	char text[12];
+	int len, cols;
+};
+
+static void next_cell(const char **s, bool utf8, struct cell *c)
+{
+	const unsigned char *p = (const unsigned char *)*s;
+	uint32_t cp;
+	int n = utf8_decode(p, &cp), w;
+
+	if (!n) {
+		c->len = c->cols = snprintf(c->text, sizeof(c->text), "\\x%02x", p[0]);
+		*s += 1;
+		return;
+	}
+	*s += n;
+	if (cp < 0x80) {
+		if (cp == '\n' || cp == '\t' || cp == '\\')
+			c->len = snprintf(c->text, sizeof(c->text), "\\%c",
+					  cp == '\n' ? 'n' : cp == '\t' ? 't' : '\\');
+		else if (cp < 0x20 || cp == 0x7f)
+			c->len = snprintf(c->text, sizeof(c->text), "\\x%02x", cp);
+		else
+			c->text[0] = (char)cp, c->len = 1;
+		c->cols = c->len;
+		return;
+	}
+	/* C1 controls (U+0080-009F) are escapes to some terminals (U+009B is CSI); zero-width
+	 * and bidi controls would let a name disguise itself: only width 1 or 2 passes */
+	w = utf8 && cp >= 0xa0 ? wcwidth((wchar_t)cp) : -1;
+	if (w == 1 || w == 2) {
+		memcpy(c->text, p, n);
+		c->len = n;
+		c->cols = w;
+		return;
+	}
+	c->len = c->cols = snprintf(c->text, sizeof(c->text), cp <= 0xffff ? "\\u%04x" : "\\U%08x",
+				    cp);
+}
+
+static bool append(char *out, size_t out_size, size_t *len, const char *s, int n)
+{
+	if (*len + n + 1 > out_size)
+		return false;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = 0;
+	return true;
+}
+
+int top_view_text(const char *in, bool utf8, int max_cols, bool keep_tail, char *out,
+		  size_t out_size)
+{
+	const char *mark = utf8 ? CUT_MARK_UTF8 : "~";
+	int total = 0, used = 0, skip = 0;
+	size_t len = 0;
+	struct cell c;
+	bool fits;
+
+	if (!out_size)
+		return 0;
+	out[0] = 0;
+	if (max_cols <= 0)
+		return 0;
+	for (const char *s = in; *s;) {
+		next_cell(&s, utf8, &c);
+		total += c.cols;
+	}
+	fits = total <= max_cols;
+	if (!fits && keep_tail) {
+		/* leave out leading cells until the tail fits beside the mark */
+		skip = total - (max_cols - 1);
+		if (append(out, out_size, &len, mark, strlen(mark)))
+			used = 1;
+	}
+	for (const char *s = in; *s;) {
+		next_cell(&s, utf8, &c);
+		if (skip > 0) {
+			skip -= c.cols;
+			continue;
+		}
+		if (used + c.cols > max_cols - (fits || keep_tail ? 0 : 1))
+			break;
+		if (!append(out, out_size, &len, c.text, c.len))
+			break;
+		used += c.cols;
+	}
+	if (!fits && !keep_tail && append(out, out_size, &len, mark, strlen(mark)))
+		used++;
+	return used;
+}
+
+struct top_view *top_view__new(char *why, size_t why_size)
+{
+	struct top_view *v = calloc(1, sizeof(*v));
+	const char *term = getenv("TERM");
+
+	if (!v) {
+		snprintf(why, why_size, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* keys come from the terminal even when stdin was redirected */
+	if (!isatty(STDIN_FILENO))
+		v->tty_in = fopen("/dev/tty", "r");
+	/* newterm, not initscr: initscr exits the program when the terminal is unusable */
+	v->scr = newterm(NULL, stdout, v->tty_in ? v->tty_in : stdin);
+	if (!v->scr) {
+		snprintf(why, why_size,
+			 "cannot drive the terminal (TERM=%s): unknown terminal type; set TERM, "
+			 "e.g. TERM=xterm-256color",
+			 term ? term : "unset");
+		if (v->tty_in)
+			fclose(v->tty_in);
+		free(v);
+		errno = ENOTTY;
+		return NULL;
+	}
+	v->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	cbreak(); /* not raw(): Ctrl-C stays SIGINT, which the command handles */
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	return v;
+}
+
+void top_view__free(struct top_view *v)
+{
+	if (!v)
+		return;
+	endwin();
+	delscreen(v->scr);
+	if (v->tty_in)
+		fclose(v->tty_in);
+	free(v);
+}
+
+int top_view__key(struct top_view *v, int timeout_ms)
+{
+	int ch;
+
+	(void)v;
+	wtimeout(stdscr, timeout_ms);
+	ch = wgetch(stdscr);
+	return ch == ERR ? -1 : ch;
+}
+
+void top_view__scroll(struct top_view *v, long delta)
+{
+	/* no overflow for "to the top" (-LONG_MAX) or "to the end" (LONG_MAX) */
+	if (delta < 0)
+		v->first = -delta >= v->first ? 0 : v->first + delta;
+	else
+		v->first = delta >= LONG_MAX - v->first ? LONG_MAX : v->first + delta;
+}
+
+int top_view__page_rows(const struct top_view *v)
+{
+	return v->page_rows > 0 ? v->page_rows : 1;
+}
+
+/* Draw escaped text as line y, padded (so attributes cover the line) and clipped to cols. */
+static void put_line(const struct top_view *v, int y, int cols, const char *raw, int attr)
+{
+	char text[LINE_SIZE];
+	int used = top_view_text(raw, v->utf8, cols, false, text, sizeof(text));
+
+	attron(attr);
+	mvaddstr(y, 0, text);
+	for (; used < cols; used++)
+		addch(' ');
+	attroff(attr);
+}
+
+/* Sample count in `width` columns: exact while it fits, then in thousands or millions. */
+static void format_count(char *buf, size_t size, int width, uint64_t v)
+{
+	static const char suffix[] = { 0, 'k', 'M', 'G', 'T', 'P' };
+	unsigned int i = 0;
+	uint64_t limit = 1;
+
+	for (int d = 0; d < width - 1; d++)
+		limit *= 10; /* values below limit fit with a space before them */
+	while (v >= limit && i + 1 < sizeof(suffix)) {
+		v /= 1000;
+		i++;
+	}
+	if (suffix[i])
+		snprintf(buf, size, "%*llu%c", width - 1, (unsigned long long)v, suffix[i]);
+	else
+		snprintf(buf, size, "%*llu", width, (unsigned long long)v);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Append a column heading at raw[len], right-aligned in `width` columns (left-aligned when
+ * width is negative), with a '*' before it when the table is sorted by it. New length. */
+static size_t add_heading(char *raw, size_t size, size_t len, int width, const char *label,
+			  bool sorted)
+{
+	char text[32];
+	int n;
+
+	snprintf(text, sizeof(text), "%s%s", sorted ? "*" : "", label);
+	n = snprintf(raw + len, size - len, "%*s", width, text);
+	return n > 0 && len + n < size ? len + n : len;
+}
+
+static void draw_header(const struct top_view *v, int cols, const struct top_status *st,
+			const struct top_layout *l)
+{
+	static const char *const sort_names[] = {
+		[TOP_SORT_OWN] = "own",
+		[TOP_SORT_TOTAL] = "total",
+		[TOP_SORT_NAME] = "name",
+	};
+	char raw[1024], rej[128] = "", extra[64] = "";
+	unsigned long up = (unsigned long)st->elapsed_s;
+	size_t len;
+
+	snprintf(raw, sizeof(raw),
+		 "pywalk top - %s - up %lu:%02lu:%02lu - %.1f samples/s - every %.1f s", st->title,
+		 up / 3600, up / 60 % 60, up % 60, st->rate, st->interval_s);
+	put_line(v, 0, cols, raw, A_BOLD);
+
+	if (st->rejected)
+		snprintf(rej, sizeof(rej), " (%s %llu)", st->worst_label,
+			 (unsigned long long)st->worst);
+	if (st->not_counted)
+		snprintf(extra, sizeof(extra), "  not counted %llu",
+			 (unsigned long long)st->not_counted);
+	snprintf(raw, sizeof(raw),
+		 "shipped %llu  rejected %llu%s  lost %llu  empty %llu  no thread state %llu%s",
+		 (unsigned long long)st->shipped, (unsigned long long)st->rejected, rej,
+		 (unsigned long long)st->lost, (unsigned long long)st->empty,
+		 (unsigned long long)st->no_tstate, extra);
+	put_line(v, 1, cols, raw, A_NORMAL);
+
+	snprintf(raw, sizeof(raw), "view: %s, %llu samples - sort: %s%s",
+		 st->cumulative ? "whole run" : "last interval", (unsigned long long)st->samples,
+		 sort_names[st->sort], st->reverse ? ", reversed" : "");
+	put_line(v, 2, cols, raw, A_NORMAL);
+
+	/* headings; '*' marks the sort column(s) */
+	len = add_heading(raw, sizeof(raw), 0, W_OWN_PCT, "OWN%", st->sort == TOP_SORT_OWN);
+	if (l->total_pct)
+		len = add_heading(raw, sizeof(raw), len, W_TOTAL_PCT, "TOTAL%",
+				  st->sort == TOP_SORT_TOTAL);
+	if (l->samples) {
+		len = add_heading(raw, sizeof(raw), len, W_COUNT, "OWN", st->sort == TOP_SORT_OWN);
+		len = add_heading(raw, sizeof(raw), len, W_COUNT, "TOTAL",
+				  st->sort == TOP_SORT_TOTAL);
+	}
+	len = add_heading(raw, sizeof(raw), len, W_GAP, "", false);
+	len = add_heading(raw, sizeof(raw), len, -l->func_cols, "FUNCTION",
+			  st->sort == TOP_SORT_NAME);
+	if (l->file)
+		add_heading(raw, sizeof(raw), len, 0, " FILE:LINE(def)", false);
+	put_line(v, 3, cols, raw, A_REVERSE);
+}
+
+static void draw_row(const struct top_view *v, int y, const struct top_layout *l,
+		     const struct top_row *r, uint64_t samples, const struct top_names *names)
+{
+	char line[LINE_SIZE], text[LINE_SIZE], num[32], lineno[16];
+	size_t len = 0;
+	int used, room;
+
+	len += snprintf(line + len, sizeof(line) - len, "%*.1f", W_OWN_PCT, pct(r->own, samples));
+	if (l->total_pct)
+		len += snprintf(line + len, sizeof(line) - len, "%*.1f", W_TOTAL_PCT,
+				pct(r->total, samples));
+	if (l->samples) {
+		format_count(num, sizeof(num), W_COUNT, r->own);
+		len += snprintf(line + len, sizeof(line) - len, "%s", num);
+		format_count(num, sizeof(num), W_COUNT, r->total);
+		len += snprintf(line + len, sizeof(line) - len, "%s", num);
+	}
+	len += snprintf(line + len, sizeof(line) - len, "%*s", W_GAP, "");
+	used = top_view_text(names->name(names->ctx, r->func), v->utf8, l->func_cols, false, text,
+			     sizeof(text));
+	len += snprintf(line + len, sizeof(line) - len, "%s%*s", text, l->func_cols - used, "");
+	if (l->file) {
+		/* the line number is ours and always shown; the path is cut at its start */
+		snprintf(lineno, sizeof(lineno), ":%d", names->line(names->ctx, r->func));
+		room = l->file_cols - (int)strlen(lineno);
+		top_view_text(names->file(names->ctx, r->func), v->utf8, room, true, text,
+			      sizeof(text));
+		snprintf(line + len, sizeof(line) - len, " %s%s", text, room > 0 ? lineno : "");
+	}
+	mvaddstr(y, 0, line);
+}
+
+void top_view__draw(struct top_view *v, const struct top_status *st, const struct top_row *rows,
+		    size_t nrows, const struct top_names *names)
+{
+	int cols = COLS < TOP_VIEW_MAX_COLS ? COLS : TOP_VIEW_MAX_COLS, lines = LINES;
+	struct top_layout l;
+
+	erase();
+	if (cols < MIN_COLS || lines < MIN_LINES) {
+		put_line(v, 0, cols, "terminal too small", A_NORMAL);
+		v->page_rows = 1;
+		refresh();
+		return;
+	}
+	top_view_layout(cols, &l);
+	draw_header(v, cols, st, &l);
+
+	v->page_rows = lines - HEADER_LINES - 1;
+	/* keep the last page full when scrolled past the end (or the rows shrank) */
+	if (v->first > (long)nrows - v->page_rows)
+		v->first = (long)nrows - v->page_rows;
+	if (v->first < 0)
+		v->first = 0;
+	for (int i = 0; i < v->page_rows && (size_t)(v->first + i) < nrows; i++)
+		draw_row(v, HEADER_LINES + i, &l, &rows[v->first + i], st->samples, names);
+
+	put_line(v, lines - 1, cols,
+		 st->message ? st->message
+			     : "q quit  o/t/n sort (1-5 columns)  r reverse  c interval/whole run  "
+			       "arrows scroll",
+		 A_REVERSE);
+	refresh();
+}
