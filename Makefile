@@ -112,3 +112,5 @@ clean:
 	rm -rf $(O)
 
 -include $(USER_OBJS:.o=.d)
+
+-include bench/bench.mk

@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 3
+#define PW_ABI_VERSION 4
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -94,7 +94,9 @@ struct pw_proc {
 	__u8 code_tag_bits; /* low bits of f_executable that are tags (3.14+: 3) */
 	__u8 max_owner;	    /* largest valid owner value (2 in 3.11, 3 later) */
 	__u8 shim_owner;    /* owner value of entry/shim frames; 0xff when none */
-	__u8 pad[3];
+	__u8 code_tag_name; /* window word holding the name str whose text joins the tag;
+			     * 0xff: none (3.12+ have co_version instead) */
+	__u8 pad[2];
 };
 _Static_assert(sizeof(struct pw_proc) == 56, "pw_proc is ABI");
 
@@ -121,16 +123,51 @@ struct pw_frame {
  * use pointers to objects the code object owns (names, line table, constants). */
 #define PW_CODE_TAG_WORDS 16
 
+/* Fully unrolled in BPF: straight-line code costs the verifier one state, a loop many. */
+#if defined(__clang__)
+#define PW_UNROLL _Pragma("unroll")
+#else
+#define PW_UNROLL
+#endif
+
 static inline __u32 pw_code_tag(const __u64 *words, __u16 mask)
 {
 	__u64 h = 0xcbf29ce484222325ull;
 
+	/* branch-free, so the verifier sees one path whatever the mask */
+	PW_UNROLL
 	for (int i = 0; i < PW_CODE_TAG_WORDS; i++) {
-		if (mask & (1u << i)) {
-			h ^= words[i];
-			h *= 0x100000001b3ull;
-			h ^= h >> 29;
-		}
+		__u64 keep = -(__u64)((mask >> i) & 1);
+
+		h ^= words[i] & keep;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return (__u32)h ^ (__u32)(h >> 32);
+}
+
+/* Bytes of a str object read for the tag: [16, 80) = length, hash, state, wstr, data. */
+#define PW_NAME_TAG_START 16
+#define PW_NAME_TAG_SIZE 64
+
+/* Fold the immutable parts of a 3.10/3.11 compact str image (PW_NAME_TAG_SIZE bytes from
+ * PW_NAME_TAG_START): its length, its kind/compact/ascii bits, and for ASCII strings the
+ * first 32 characters (data at 48; bytes past the length are masked, they are not the
+ * string's). The hash, interned bits and wstr fill in later, so they are left out. */
+static inline __u32 pw_name_tag(const __u64 *w)
+{
+	__u64 len = w[0], state = w[2] & 0x7c, h = len * 0x9e3779b97f4a7c15ull ^ state;
+	__u64 ascii = -(__u64)((state >> 6) & 1);
+
+	/* branch-free, so the verifier sees one path */
+	PW_UNROLL
+	for (int i = 0; i < 4; i++) {
+		__u64 have = len > (__u64)(8 * i) ? len - 8 * i : 0;
+		__u64 bits = have >= 8 ? 64 : 8 * have;
+		__u64 keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+
+		h = (h ^ (w[4 + i] & keep & ascii)) * 0x100000001b3ull;
+		h ^= h >> 29;
 	}
 	return (__u32)h ^ (__u32)(h >> 32);
 }

@@ -16,12 +16,16 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 max_depth = PW_DEFAULT_MAX_DEPTH;
 
+#define PW_WAKEUP_NS (10 * 1000 * 1000)
+#define PW_WAKEUP_BYTES (1 << 20)
+
 /* Index of the "program ran" counter in `outcomes`, after the outcome codes. */
 #define PW_COUNTER_RUNS PW_OUT__COUNT
 
 struct scratch {
-	__u8 tstate[PW_TSTATE_READ_MAX];
+	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
 	struct pw_sample sample;
+	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
 };
 
 struct {
@@ -129,7 +133,7 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	struct walk_ctx wc = {};
 	struct scratch *s;
 	__u64 *cached, tstate = 0, want, current;
-	__u64 len;
+	__u64 len, now, flags;
 
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
@@ -189,7 +193,17 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
-	if (bpf_ringbuf_output(&events, &s->sample, len, 0))
+	/* Waking the consumer costs an IPI and a context switch, several microseconds: wake it
+	 * only when this CPU's last wakeup is PW_WAKEUP_NS old or the buffer is filling up,
+	 * which bounds the delay before symbolization (code objects can die meanwhile). */
+	now = s->sample.hdr.time_ns;
+	flags = BPF_RB_NO_WAKEUP;
+	if (now - s->last_wakeup_ns >= PW_WAKEUP_NS ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + len >= PW_WAKEUP_BYTES) {
+		flags = BPF_RB_FORCE_WAKEUP;
+		s->last_wakeup_ns = now;
+	}
+	if (bpf_ringbuf_output(&events, &s->sample, len, flags))
 		return PW_OUT_LOST;
 	return PW_OUT_SHIPPED;
 }

@@ -17,23 +17,25 @@
 
 /* Little-endian loads at a byte offset inside a buffer of `cap` bytes; an offset that
  * does not fit reads as 0 (the configured offsets are checked in userspace as well). */
+/* The images are 8-aligned and CPython's fields are naturally aligned (pyver.c refuses
+ * other offsets), so a load is one instruction, not eight byte loads and shifts. */
 PW_INLINE __u64 pw_load_u64(const __u8 *buf, __u32 off, __u32 cap)
 {
-	__u64 v = 0;
+	__u64 v;
 
 	if (off > cap - 8)
 		return 0;
-	__builtin_memcpy(&v, buf + off, 8);
+	__builtin_memcpy(&v, __builtin_assume_aligned(buf + (off & ~7u), 8), 8);
 	return v;
 }
 
 PW_INLINE __u32 pw_load_u32(const __u8 *buf, __u32 off, __u32 cap)
 {
-	__u32 v = 0;
+	__u32 v;
 
 	if (off > cap - 4)
 		return 0;
-	__builtin_memcpy(&v, buf + off, 4);
+	__builtin_memcpy(&v, __builtin_assume_aligned(buf + (off & ~3u), 4), 4);
 	return v;
 }
 
@@ -209,7 +211,7 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, __u64 frame)
 /* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on. */
 PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 {
-	__u8 buf[PW_FRAME_READ_MAX];
+	__u8 buf[PW_FRAME_READ_MAX] __attribute__((aligned(8)));
 	__u32 size = cfg->off.frame_read_size;
 	__u64 code, previous;
 	__u8 owner = 0;
@@ -319,6 +321,20 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 				return 1;
 			}
 			tag = pw_code_tag(words, cfg->off.code_tag_mask);
+			if (cfg->code_tag_name < PW_CODE_TAG_WORDS) {
+				/* 3.10/3.11 have no per-object version: the name's text tells
+				 * a replacement object with recycled pointers apart */
+				__u64 name[PW_NAME_TAG_SIZE / 8];
+
+				__builtin_memset(name, 0, sizeof(name));
+				if (PW_READ_USER(name, sizeof(name),
+						 words[cfg->code_tag_name & (PW_CODE_TAG_WORDS - 1)] +
+							 PW_NAME_TAG_START)) {
+					w->outcome = PW_OUT_READ_FAULT;
+					return 1;
+				}
+				tag ^= pw_name_tag(name) * 0x9e3779b1u;
+			}
 		}
 		idx = w->nframes;
 		if (idx < PW_MAX_FRAMES_CAP) {

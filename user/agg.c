@@ -112,7 +112,8 @@ int agg__add(struct agg *agg, uint32_t pid, uint32_t tid, const uint32_t *ids, u
 	s = &agg->stacks[agg->nstacks++];
 	*s = (struct agg_stack){ .pid = pid, .tid = tid, .nframes = n,
 				 .first = (uint32_t)agg->arena_len, .count = count };
-	memcpy(agg->arena + agg->arena_len, ids, n * sizeof(*ids));
+	if (n) /* an empty first stack has no arena yet: memcpy(NULL, ..., 0) is UB */
+		memcpy(agg->arena + agg->arena_len, ids, n * sizeof(*ids));
 	agg->arena_len += n;
 	return 0;
 }

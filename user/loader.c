@@ -195,9 +195,15 @@ int loader__remove_process(struct loader *ld, pid_t pid)
 
 int loader__poll(struct loader *ld, int timeout_ms)
 {
-	int n = ring_buffer__poll(ld->rb, timeout_ms);
+	int n = ring_buffer__poll(ld->rb, timeout_ms), m;
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* the program wakes us at most every 10 ms per CPU: take what came in quietly too */
+	m = ring_buffer__consume(ld->rb);
+	return m < 0 ? m : n + m;
 }
 
 int loader__drain(struct loader *ld)

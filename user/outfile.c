@@ -13,11 +13,26 @@
 int outfile_open(struct outfile *o, const char *path)
 {
 	const char *slash;
+	struct stat st;
 	int fd;
 
 	memset(o, 0, sizeof(*o));
 	if (!path || !strcmp(path, "-")) {
 		o->f = stdout;
+		return 0;
+	}
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		o->f = fopen(path, "we");
+		if (!o->f)
+			return -errno;
+		o->path = strdup(path);
+		if (!o->path) {
+			fclose(o->f);
+			o->f = NULL;
+			return -ENOMEM;
+		}
 		return 0;
 	}
 	slash = strrchr(path, '/');
@@ -62,10 +77,12 @@ int outfile_commit(struct outfile *o)
 	if (fclose(o->f))
 		err = -errno;
 	o->f = NULL;
-	if (!err && rename(o->tmp_path, o->path))
-		err = -errno;
-	if (err)
-		unlink(o->tmp_path);
+	if (o->tmp_path) {
+		if (!err && rename(o->tmp_path, o->path))
+			err = -errno;
+		if (err)
+			unlink(o->tmp_path);
+	}
 	free(o->tmp_path);
 	free(o->path);
 	o->tmp_path = o->path = NULL;

@@ -9,11 +9,12 @@
 struct outfile {
 	FILE *f;
 	char *path;	/* destination, NULL for stdout */
-	char *tmp_path; /* temporary file, NULL for stdout */
+	char *tmp_path; /* temporary file, NULL for stdout and for non-regular files */
 };
 
 /* Create the temporary file now, so an unwritable destination fails before recording.
- * 0 or a negative errno. */
+ * A destination that exists and is not a regular file (/dev/null, a FIFO, a terminal) is
+ * opened and written in place: renaming over it would replace the device. 0 or -errno. */
 int outfile_open(struct outfile *o, const char *path);
 /* Flush, fsync-free close and rename into place. 0 or a negative errno (file removed). */
 int outfile_commit(struct outfile *o);

@@ -3,6 +3,7 @@
  * _Py_DebugOffsets (read at attach time); only 3.10-3.12 have hand tables, measured on live
  * processes (shared/docs/cpython-layouts.md). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,25 @@
 
 #define DBG_COOKIE "xdebugpy"
 #define DBG_READ_SIZE 1024
+
+/* The walker loads pointers with aligned loads: every pointer field must be 8-aligned and
+ * the thread id 4-aligned, as they are in every real CPython. */
+static bool offsets_aligned(const struct pw_offsets *o)
+{
+	const uint16_t ptrs[] = { o->runtime_interp_head, o->interp_next, o->interp_threads_head,
+				  o->tstate_next, o->tstate_frame, o->frame_previous,
+				  o->frame_code, o->code_adaptive };
+	const uint16_t opt[] = { o->cframe_current_frame, o->tstate_base_frame,
+				 o->tstate_datastack_chunk };
+
+	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
+		if (ptrs[i] & 7)
+			return false;
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i] != PW_OFF_NONE && (opt[i] & 7))
+			return false;
+	return !(o->tstate_thread_id & 3) && !(o->frame_instr & 3);
+}
 
 static uint16_t max16(uint16_t a, uint16_t b)
 {
@@ -31,6 +51,8 @@ static void set_read_sizes(struct pw_proc *cfg)
 	if (o->frame_is_entry != PW_OFF_NONE)
 		f = max16(f, o->frame_is_entry + 1);
 	o->frame_read_size = (f + 7) & ~7;
+	if (f > PW_FRAME_READ_MAX) /* reported by the caller */
+		return;
 
 	t = max16(t, o->tstate_thread_id + 8);
 	t = max16(t, o->tstate_frame + 8);
@@ -47,17 +69,22 @@ static void set_read_sizes(struct pw_proc *cfg)
  *       (112..144); the words between hold counters that change (co_warmup).
  * 3.12+: co_nfreevars + co_version (88..96; co_version is unique per code object),
  *       co_localsplusnames .. co_linetable (96..144). Offsets measured with offsetof. */
-static void set_code_tag(unsigned int minor, struct pw_offsets *o, struct py_objlayout *obj)
+static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objlayout *obj)
 {
+	struct pw_offsets *o = &cfg->off;
+
 	o->code_tag = PW_OFF_NONE;
 	o->code_tag_mask = 0;
 	o->code_tag_size = 0;
+	cfg->code_tag_name = 0xff;
 	if (minor == 10) {
 		o->code_tag = 48;
 		o->code_tag_mask = 0x3ff;
+		cfg->code_tag_name = (112 - 48) / 8; /* co_name */
 	} else if (minor == 11) {
 		o->code_tag = 24;
 		o->code_tag_mask = 0x7 | 0xf << 11;
+		cfg->code_tag_name = (128 - 24) / 8; /* co_qualname */
 	} else if (minor >= 12 && obj->co_qualname == 128 && obj->co_linetable == 136) {
 		o->code_tag = 88;
 		o->code_tag_mask = 0x7f;
@@ -68,6 +95,7 @@ static void set_code_tag(unsigned int minor, struct pw_offsets *o, struct py_obj
 	obj->tag_off = o->code_tag;
 	obj->tag_mask = o->code_tag_mask;
 	obj->tag_size = o->code_tag_size;
+	obj->tag_name_word = cfg->code_tag_name;
 	if (o->code_tag != PW_OFF_NONE && obj->co_read_size < o->code_tag + o->code_tag_size)
 		obj->co_read_size = o->code_tag + o->code_tag_size;
 }
@@ -165,7 +193,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	default:
 		return -ENOTSUP;
 	}
-	set_code_tag(minor, o, obj);
+	set_code_tag(minor, cfg, obj);
 	set_read_sizes(cfg);
 	return 0;
 }
@@ -306,8 +334,13 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
 	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
 	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
-	set_code_tag(minor, o, obj);
+	set_code_tag(minor, &out->cfg, obj);
 	set_read_sizes(&out->cfg);
+	if (!offsets_aligned(o)) {
+		snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt (misaligned)",
+			 out->major, minor, out->micro);
+		return -EPROTO;
+	}
 	if (o->frame_read_size > PW_FRAME_READ_MAX || o->tstate_read_size > PW_TSTATE_READ_MAX) {
 		snprintf(why, why_size, "Python %u.%u.%u frame layout is larger than pywalk handles",
 			 out->major, minor, out->micro);

@@ -21,6 +21,7 @@ struct py_objlayout {
 	enum linetable_format lt_format;
 	/* the code tag window, as in struct pw_offsets (PW_OFF_NONE: no tag) */
 	uint16_t tag_off, tag_mask, tag_size;
+	uint8_t tag_name_word; /* as pw_proc.code_tag_name */
 };
 
 struct py_version {

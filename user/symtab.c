@@ -257,8 +257,20 @@ static int64_t read_code(struct symtab *st, pid_t pid, uint64_t code_type,
 
 		if (lay->tag_off + lay->tag_size > lay->co_read_size || lay->tag_size > sizeof(words))
 			return -EINVAL;
+		uint32_t mine;
+
 		memcpy(words, hdr + lay->tag_off, lay->tag_size);
-		if (pw_code_tag(words, lay->tag_mask) != tag)
+		mine = pw_code_tag(words, lay->tag_mask);
+		if (lay->tag_name_word < PW_CODE_TAG_WORDS) {
+			__u64 name[PW_NAME_TAG_SIZE / 8];
+			int err = proc_read_mem(pid, words[lay->tag_name_word] + PW_NAME_TAG_START,
+						name, sizeof(name));
+
+			if (err)
+				return err;
+			mine ^= pw_name_tag(name) * 0x9e3779b1u;
+		}
+		if (mine != tag)
 			return -ESTALE; /* another code object took the sampled one's address */
 	}
 	memcpy(&firstlineno, hdr + lay->co_firstlineno, 4);

@@ -129,6 +129,7 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 		.bytes_size = FX_BYTES_SIZE, .bytes_data = FX_BYTES_DATA,
 		.lt_format = LINETABLE_LOCATION,
 		.tag_off = FX_TAG_OFF, .tag_mask = FX_TAG_MASK, .tag_size = FX_TAG_SIZE,
+		.tag_name_word = 0xff,
 	};
 	fx->empty_bytes = (uint64_t)(uintptr_t)fx_alloc(fx, FX_BYTES_DATA + 8);
 	if (!fx->p || profile__add_target(fx->p, &fx->t))

@@ -149,6 +149,10 @@ static void test_corrupt_offsets_are_refused(void **state)
 	put(352, 200); /* owner past the frame bytes the walker reads */
 	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
 			 -EPROTO);
+	build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
+	put(320, 12); /* previous at a misaligned offset */
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+			 -EPROTO);
 	memcpy(dbg, "xdebugpz", 8);
 	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
 			 -EPROTO);

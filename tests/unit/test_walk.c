@@ -116,8 +116,11 @@ static void cfg_for(unsigned int minor, struct pw_proc *cfg)
 		cfg->off.tstate_read_size = 192;
 	}
 	cfg->runtime_addr = 0;
-	/* the chain tests below place frames anywhere; the data-stack check has its own */
+	/* the chain tests below place frames anywhere and use bare code objects; the
+	 * data-stack check and the code tag have tests of their own */
 	cfg->off.tstate_datastack_chunk = PW_OFF_NONE;
+	cfg->off.code_tag = PW_OFF_NONE;
+	cfg->code_tag_name = 0xff;
 }
 
 /* Run the walk like the BPF program does: bounded loop, CONTINUE past the bound = DEPTH. */
@@ -471,6 +474,49 @@ static void test_link_up_the_data_stack_is_torn(void **state)
 	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
 }
 
+/* ---- code tags ------------------------------------------------------------------------ */
+
+static void test_code_tag_follows_the_code_object_not_its_address(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), name = mem_alloc(128), tstate = mem_alloc(512), leaf;
+	uint32_t n, first;
+
+	(void)state;
+	cfg_for(11, &cfg);
+	cfg.off.code_tag = 24;
+	cfg.off.code_tag_mask = 0x7 | 0xf << 11;
+	cfg.off.code_tag_size = 120;
+	cfg.code_tag_name = 13; /* co_qualname */
+	put64(code + 128, name);
+	put64(name + 16, 3);			/* length */
+	put64(name + 32, 1 << 6 | 1 << 5 | 1 << 2); /* ascii, compact, kind 1 */
+	memcpy(mem + (name + 48 - MEM_BASE), "abc", 3);
+	leaf = make_frame(&cfg, code, 1, 0);
+	put8(leaf + cfg.off.frame_is_entry, 1);
+	cfg.off.tstate_frame = 0;
+	put64(tstate, leaf);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	first = out[0].tag;
+	/* the hash and wstr fill in later: not part of the tag */
+	put64(name + 24, 0x1234);
+	put64(name + 40, 0x5678);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(out[0].tag, first);
+	/* same address, recycled name pointer, other text: another tag */
+	memcpy(mem + (name + 48 - MEM_BASE), "abd", 3);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_not_equal(out[0].tag, first);
+	/* an owned object's pointer changed: another tag */
+	memcpy(mem + (name + 48 - MEM_BASE), "abc", 3);
+	put64(code + 136, 0x4242);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_not_equal(out[0].tag, first);
+	/* an unreadable name is a read fault, never a guess */
+	put64(code + 128, 0xdead0000);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_READ_FAULT);
+}
+
 /* ---- thread-state lookup ---------------------------------------------------------------- */
 
 static void test_tfind_walks_threads_and_interpreters(void **state)
@@ -529,6 +575,7 @@ int main(void)
 		cmocka_unit_test_setup(test_frames_in_data_stack_chunks_in_order_are_shipped, reset),
 		cmocka_unit_test_setup(test_frame_outside_data_stack_is_torn, reset),
 		cmocka_unit_test_setup(test_link_up_the_data_stack_is_torn, reset),
+		cmocka_unit_test_setup(test_code_tag_follows_the_code_object_not_its_address, reset),
 		cmocka_unit_test_setup(test_tfind_walks_threads_and_interpreters, reset),
 	};
 
