@@ -131,10 +131,15 @@ static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
 		err = current ? mem_read(&current, 8, current + cfg->off.cframe_current_frame) :
 				-ENODATA;
 	if (!err) {
-		pw_walk_init(&w, cfg, ts, current, max_depth, frames);
-		for (__u32 i = 0; i < pw_walk_bound(max_depth); i++)
-			if (pw_walk_step(&w, cfg))
+		pw_walk_init(&w, cfg, ts, current, max_depth);
+		for (__u32 i = 0; i < pw_walk_bound(max_depth); i++) {
+			int done = pw_walk_step(&w, cfg);
+
+			if (w.emit && w.nframes - 1 < PW_MAX_FRAMES_CAP)
+				frames[w.nframes - 1] = w.cur;
+			if (done)
 				break;
+		}
 	}
 	recording = NULL;
 	if (err || w.outcome != PW_OUT_SHIPPED || recording_overflow) {

@@ -86,13 +86,27 @@ static long tfind_cb(__u32 index __attribute__((unused)), void *data)
 struct walk_ctx {
 	struct pw_walk w;
 	const struct pw_proc *cfg;
+	struct pw_frame *out; /* the scratch record's frames */
 };
+
+/* One frame. A global function: the verifier checks it once, on its own, instead of once
+ * per path through the loop around it, which keeps loading fast. */
+__noinline int walk_frame(struct pw_walk *w, const struct pw_proc *cfg)
+{
+	if (!w || !cfg)
+		return 1;
+	return pw_walk_step(w, cfg);
+}
 
 static long walk_cb(__u32 index __attribute__((unused)), void *data)
 {
 	struct walk_ctx *c = data;
+	int done = walk_frame(&c->w, c->cfg);
+	__u32 idx = c->w.nframes - 1;
 
-	return pw_walk_step(&c->w, c->cfg);
+	if (c->w.emit && idx < PW_MAX_FRAMES_CAP)
+		c->out[idx] = c->w.cur;
+	return done ? 1 : 0;
 }
 
 static __always_inline __u64 current_thread_id(const struct pw_proc *cfg, __u32 tid)
@@ -177,7 +191,8 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	}
 
 	wc.cfg = cfg;
-	pw_walk_init(&wc.w, cfg, s->tstate, current, max_depth, s->sample.frames);
+	wc.out = s->sample.frames;
+	pw_walk_init(&wc.w, cfg, s->tstate, current, max_depth);
 	bpf_loop(pw_walk_bound(max_depth), walk_cb, &wc, 0);
 	if (wc.w.outcome == PW_OUT__CONTINUE)
 		return PW_OUT_DEPTH;

@@ -149,15 +149,15 @@ struct pw_walk {
 	__u8 check_chunks;
 	__u8 last_was_entry;
 	__u8 outcome;	   /* PW_OUT__CONTINUE until the walk ends */
-	__u8 pad[1];
-	struct pw_frame *out; /* PW_MAX_FRAMES_CAP slots */
+	__u8 emit;	   /* the last step produced frame `cur`, number nframes - 1 */
+	struct pw_frame cur;
 };
 
 /* Prepare a walk from the thread state image `ts` (tstate_read_size bytes read from the
  * target). `current` is the innermost frame (already resolved through the cframe on
  * 3.11/3.12). */
 PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const __u8 *ts,
-			    __u64 current, __u32 max_depth, struct pw_frame *out)
+			    __u64 current, __u32 max_depth)
 {
 	w->frame = current;
 	w->base_frame = 0;
@@ -171,7 +171,7 @@ PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const 
 	w->max_depth = max_depth > PW_MAX_FRAMES_CAP ? PW_MAX_FRAMES_CAP : max_depth;
 	w->last_was_entry = 0;
 	w->outcome = PW_OUT__CONTINUE;
-	w->out = out;
+	w->emit = 0;
 	w->chunk_lo = w->chunk_hi = 0;
 	w->last_thread_frame = 0;
 	w->check_chunks = cfg->off.tstate_datastack_chunk != PW_OFF_NONE &&
@@ -208,7 +208,10 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, __u64 frame)
 	return PW_OUT__CONTINUE;
 }
 
-/* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on. */
+/* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on.
+ * A Python frame to ship is left in w->cur with w->emit set; the caller stores it as frame
+ * w->nframes - 1 (so this function writes only through `w`, and the BPF side can verify it
+ * once as a global function). */
 PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 {
 	__u8 buf[PW_FRAME_READ_MAX] __attribute__((aligned(8)));
@@ -217,6 +220,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 	__u8 owner = 0;
 	int err;
 
+	w->emit = 0;
 	if (cfg->chain_kind == PW_CHAIN_BASE) {
 		/* 3.15+: complete iff the chain reaches tstate->base_frame (CPython PR #141912);
 		 * NULL before it means the sample caught a push/pop half done. */
@@ -275,7 +279,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 		/* Entry/shim frame (C -> Python boundary): part of the chain, never shipped. */
 		w->last_was_entry = 1;
 	} else {
-		__u32 instr, idx, tag;
+		__u32 instr, tag;
 
 		if (!code) {
 			w->outcome = PW_OUT_BAD_FRAME;
@@ -336,13 +340,11 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 				tag ^= pw_name_tag(name) * 0x9e3779b1u;
 			}
 		}
-		idx = w->nframes;
-		if (idx < PW_MAX_FRAMES_CAP) {
-			w->out[idx].code = code;
-			w->out[idx].instr = instr;
-			w->out[idx].tag = tag;
-		}
-		w->nframes = idx + 1;
+		w->cur.code = code;
+		w->cur.instr = instr;
+		w->cur.tag = tag;
+		w->emit = 1;
+		w->nframes++;
 	}
 	w->frame = previous;
 	return 0;

@@ -133,10 +133,15 @@ static int run_walk(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_dep
 
 	assert_int_equal(mem_read(ts, cfg->off.tstate_read_size, tstate), 0);
 	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
-	pw_walk_init(&w, cfg, ts, current, max_depth, out);
-	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++)
-		if (pw_walk_step(&w, cfg))
+	pw_walk_init(&w, cfg, ts, current, max_depth);
+	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++) {
+		int done = pw_walk_step(&w, cfg);
+
+		if (w.emit && w.nframes - 1 < PW_MAX_FRAMES_CAP)
+			out[w.nframes - 1] = w.cur;
+		if (done)
 			break;
+	}
 	*nframes = w.nframes;
 	return w.outcome == PW_OUT__CONTINUE ? PW_OUT_DEPTH : w.outcome;
 }
