@@ -121,7 +121,7 @@ struct pw_frame {
  * offsets.code_tag and spans up to PW_CODE_TAG_WORDS 8-byte words; bit i of code_tag_mask
  * selects word i. 3.12+ include co_version, unique per code object created; older versions
  * use pointers to objects the code object owns (names, line table, constants). */
-#define PW_CODE_TAG_WORDS 16
+#define PW_CODE_TAG_WORDS 8
 
 /* Fully unrolled in BPF: straight-line code costs the verifier one state, a loop many. */
 #if defined(__clang__)

@@ -15,6 +15,15 @@
 #define PW_INLINE static inline __attribute__((always_inline))
 #endif
 
+/* Scratch buffers are zeroed in userspace builds. BPF skips it (it is per-frame cost): the
+ * privileged verifier allows reading stack bytes not yet written, every field used lies
+ * inside what was read, and words outside a tag window are masked out. */
+#ifdef __bpf__
+#define PW_ZERO(buf) do { } while (0)
+#else
+#define PW_ZERO(buf) __builtin_memset((buf), 0, sizeof(buf))
+#endif
+
 /* Little-endian loads at a byte offset inside a buffer of `cap` bytes; an offset that
  * does not fit reads as 0 (the configured offsets are checked in userspace as well). */
 /* The images are 8-aligned and CPython's fields are naturally aligned (pyver.c refuses
@@ -257,7 +266,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 
 	if (size > PW_FRAME_READ_MAX)
 		size = PW_FRAME_READ_MAX;
-	__builtin_memset(buf, 0, sizeof(buf));
+	PW_ZERO(buf);
 	err = PW_READ_USER(buf, size, w->frame);
 	if (err) {
 		w->outcome = PW_OUT_READ_FAULT;
@@ -319,7 +328,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 
 			if (tag_size > sizeof(words))
 				tag_size = sizeof(words);
-			__builtin_memset(words, 0, sizeof(words));
+			PW_ZERO(words);
 			if (PW_READ_USER(words, tag_size, code + cfg->off.code_tag)) {
 				w->outcome = PW_OUT_READ_FAULT;
 				return 1;
@@ -330,7 +339,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 				 * a replacement object with recycled pointers apart */
 				__u64 name[PW_NAME_TAG_SIZE / 8];
 
-				__builtin_memset(name, 0, sizeof(name));
+				PW_ZERO(name);
 				if (PW_READ_USER(name, sizeof(name),
 						 words[cfg->code_tag_name & (PW_CODE_TAG_WORDS - 1)] +
 							 PW_NAME_TAG_START)) {

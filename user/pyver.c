@@ -63,12 +63,12 @@ static void set_read_sizes(struct pw_proc *cfg)
 	o->tstate_read_size = (t + 7) & ~7;
 }
 
-/* The code tag window of each version: only fields a code object never changes.
- * 3.10: co_code .. co_linetable (10 pointers at 48..128).
- * 3.11: co_consts, co_names, co_exceptiontable (24..48) and co_filename .. co_linetable
- *       (112..144); the words between hold counters that change (co_warmup).
- * 3.12+: co_nfreevars + co_version (88..96; co_version is unique per code object),
- *       co_localsplusnames .. co_linetable (96..144). Offsets measured with offsetof. */
+/* The code tag window of each version: only fields a code object never changes, at most
+ * PW_CODE_TAG_WORDS words (offsets measured with offsetof against each version's headers).
+ * 3.10: co_names .. co_linetable (64..128), plus co_name's text.
+ * 3.11: co_filename .. co_linetable (112..144), plus co_qualname's text.
+ * 3.12+: co_nfreevars + co_version (88..96; co_version is unique per code object created),
+ *        co_localsplusnames .. co_linetable (96..144). */
 static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objlayout *obj)
 {
 	struct pw_offsets *o = &cfg->off;
@@ -78,13 +78,13 @@ static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objl
 	o->code_tag_size = 0;
 	cfg->code_tag_name = 0xff;
 	if (minor == 10) {
-		o->code_tag = 48;
-		o->code_tag_mask = 0x3ff;
-		cfg->code_tag_name = (112 - 48) / 8; /* co_name */
+		o->code_tag = 64;
+		o->code_tag_mask = 0xff;
+		cfg->code_tag_name = (112 - 64) / 8; /* co_name */
 	} else if (minor == 11) {
-		o->code_tag = 24;
-		o->code_tag_mask = 0x7 | 0xf << 11;
-		cfg->code_tag_name = (128 - 24) / 8; /* co_qualname */
+		o->code_tag = 112;
+		o->code_tag_mask = 0xf;
+		cfg->code_tag_name = (128 - 112) / 8; /* co_qualname */
 	} else if (minor >= 12 && obj->co_qualname == 128 && obj->co_linetable == 136) {
 		o->code_tag = 88;
 		o->code_tag_mask = 0x7f;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Test-only CPython extension (3.13+, built against the interpreter's internal headers)
+/* Test-only CPython extension (3.11+, built against the interpreter's internal headers)
  * that publishes inconsistent frame chains on purpose, so the tests can prove pywalk never
  * ships them. spin(mode, seconds) busy-spins in C with tstate->current_frame pointing at a
  * forged copy of the caller's frame, then restores it. native_empty(seconds) runs a C
@@ -12,6 +12,13 @@
 #include <internal/pycore_interpframe_structs.h>
 #endif
 #include <pthread.h>
+
+/* where the thread's innermost frame is published, and the frame's code reference */
+#if PY_VERSION_HEX >= 0x030D0000
+#define CURRENT_FRAME(ts) ((ts)->current_frame)
+#else
+#define CURRENT_FRAME(ts) ((ts)->cframe->current_frame) /* 3.11/3.12 */
+#endif
 #include <string.h>
 #include <time.h>
 
@@ -50,7 +57,7 @@ static unsigned long burn(double seconds)
 static PyObject *spin(PyObject *self, PyObject *args)
 {
 	PyThreadState *ts = PyThreadState_Get();
-	_PyInterpreterFrame *top = ts->current_frame;
+	_PyInterpreterFrame *top = CURRENT_FRAME(ts);
 	int mode;
 	double seconds;
 
@@ -82,8 +89,10 @@ static PyObject *spin(PyObject *self, PyObject *args)
 	case MODE_NULL_CODE:
 #if PY_VERSION_HEX >= 0x030E0000
 		forged[0].f_executable.bits = 0;
-#else
+#elif PY_VERSION_HEX >= 0x030D0000
 		forged[0].f_executable = NULL;
+#else
+		forged[0].f_code = NULL;
 #endif
 		break;
 	default:
@@ -91,13 +100,13 @@ static PyObject *spin(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	if (mode != MODE_CONSISTENT)
-		ts->current_frame = &forged[0];
+		CURRENT_FRAME(ts) = &forged[0];
 	/* spin without the GIL, as C code often does: the forged chain stays published in
 	 * this thread state while other Python threads run */
 	Py_BEGIN_ALLOW_THREADS
 	burn(seconds);
 	Py_END_ALLOW_THREADS
-	ts->current_frame = top;
+	CURRENT_FRAME(ts) = top;
 	Py_RETURN_NONE;
 }
 

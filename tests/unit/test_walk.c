@@ -489,10 +489,10 @@ static void test_code_tag_follows_the_code_object_not_its_address(void **state)
 
 	(void)state;
 	cfg_for(11, &cfg);
-	cfg.off.code_tag = 24;
-	cfg.off.code_tag_mask = 0x7 | 0xf << 11;
-	cfg.off.code_tag_size = 120;
-	cfg.code_tag_name = 13; /* co_qualname */
+	cfg.off.code_tag = 112;
+	cfg.off.code_tag_mask = 0xf;
+	cfg.off.code_tag_size = 32;
+	cfg.code_tag_name = 2; /* co_qualname */
 	put64(code + 128, name);
 	put64(name + 16, 3);			/* length */
 	put64(name + 32, 1 << 6 | 1 << 5 | 1 << 2); /* ascii, compact, kind 1 */
