@@ -104,7 +104,6 @@ static int find_tstate(const struct pw_proc *cfg, pid_t tid, __u64 *out)
 static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
 			 struct floor_plan *plan, struct snapshot *snap, char *why, size_t why_size)
 {
-	static struct pw_frame frames[PW_MAX_FRAMES_CAP];
 	const struct pw_proc *cfg = &t->ver.cfg;
 	__u8 ts[PW_TSTATE_READ_MAX] = { 0 };
 	__u32 ts_size = cfg->off.tstate_read_size;
@@ -132,14 +131,10 @@ static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
 				-ENODATA;
 	if (!err) {
 		pw_walk_init(&w, cfg, ts, current, max_depth);
-		for (__u32 i = 0; i < pw_walk_bound(max_depth); i++) {
-			int done = pw_walk_step(&w, cfg);
-
-			if (w.emit && w.nframes - 1 < PW_MAX_FRAMES_CAP)
-				frames[w.nframes - 1] = w.cur;
-			if (done)
+		/* only the reads matter here: shipped frames are not kept */
+		for (__u32 i = 0; i < pw_walk_bound(max_depth); i++)
+			if (pw_walk_step(&w, cfg))
 				break;
-		}
 	}
 	recording = NULL;
 	if (err || w.outcome != PW_OUT_SHIPPED || recording_overflow) {
