@@ -122,3 +122,28 @@ def test_kernel_without_btf_is_refused(pywalk, tmp_path):
     assert r.returncode == 1, r.stderr
     assert "no BTF" in r.stderr and "CONFIG_DEBUG_INFO_BTF" in r.stderr, r.stderr
     assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupted_record_writes_the_profile_and_exits_zero(pywalk, tmp_path, sig):
+    """Ctrl-C (or a service manager's SIGTERM) is a normal end of an open-ended record."""
+    import signal
+    import time
+    proc = _spin_in(["/usr/bin/python3.11"], tmp_path)
+    try:
+        _wait_ready(proc)
+        out = str(tmp_path / "out.folded")
+        rec = subprocess.Popen([pywalk, "record", "-p", str(proc.pid), "-F", "199", "-o", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+        time.sleep(2.0)
+        assert not os.path.exists(out), "the profile must appear only when complete"
+        rec.send_signal(getattr(signal, sig))
+        _, err = rec.communicate(timeout=30)
+        assert rec.returncode == 0, err
+        total, buckets = e2e.check_summary(err)
+        assert buckets["shipped"] >= 50, err
+        leaf = [e2e.parse_py_frame(frames[-1]) for frames, _ in e2e.parse_folded(out)]
+        assert ("leaf", str(tmp_path / "spin.py"), 2) in leaf, err
+    finally:
+        _stop(proc)
