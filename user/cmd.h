@@ -7,6 +7,9 @@
 
 enum exit_code { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
+/* Print "pywalk: <fmt % arg>" and the pointer to `pywalk CMD --help`; returns EXIT_USAGE. */
+int cmd_usage_error(const char *cmd, const char *fmt, const char *arg);
+
 /* argv[0] is the command name. Returns an exit code. */
 int cmd_record(int argc, char **argv);
 int cmd_top(int argc, char **argv);

@@ -87,10 +87,7 @@ static void record_help(FILE *f)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "pywalk: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'pywalk record --help'.\n");
-	return EXIT_USAGE;
+	return cmd_usage_error("record", fmt, arg);
 }
 
 /* Returns -1 to go on, or an exit code. */
@@ -185,19 +182,15 @@ static int on_sample(void *ctx, const void *data, size_t size)
 static void print_summary(const uint64_t counts[PW_OUT__COUNT], uint64_t runs,
 			  const struct profile *p)
 {
-	static const char *const labels[] = {
-#define PW_X_LABEL(name, label) label,
-		PW_OUTCOMES(PW_X_LABEL)
-#undef PW_X_LABEL
-	};
 	const struct profile_drops *d = profile__drops(p);
-	uint64_t dropped = d->malformed + d->unknown_pid + d->unsymbolized + d->stale;
+	uint64_t dropped = profile__dropped(p);
 
 	if (log_level < LOG_INFO)
 		return;
 	fprintf(stderr, "pywalk: %llu perf events, accounted as:\n", (unsigned long long)runs);
 	for (int i = 0; i < PW_OUT__COUNT; i++)
-		fprintf(stderr, "  %-26s %10llu\n", labels[i], (unsigned long long)counts[i]);
+		fprintf(stderr, "  %-26s %10llu\n", session_outcome_label(i, false),
+			(unsigned long long)counts[i]);
 	if (dropped)
 		fprintf(stderr,
 			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "
@@ -351,6 +344,7 @@ int cmd_record(int argc, char **argv)
 	/* stop sampling, then take what is still in the ring buffer: after this the
 	 * counters and the records agree */
 	loader__stop(ld);
+	profile__stop_sampling(prof);
 	err = loader__drain(ld);
 	if (err < 0) {
 		pw_err("reading samples failed: %s\n", strerror(-err));

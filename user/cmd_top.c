@@ -102,10 +102,7 @@ static void top_help(FILE *f)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "pywalk: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'pywalk top --help'.\n");
-	return EXIT_USAGE;
+	return cmd_usage_error("top", fmt, arg);
 }
 
 /* Returns -1 to go on, or an exit code. */
@@ -296,7 +293,6 @@ static size_t note_exits(struct loader *ld, const struct target *t, bool *gone, 
 static void fill_counters(struct top_status *st, const uint64_t counts[PW_OUT__COUNT],
 			  const struct profile *prof)
 {
-	const struct profile_drops *d = profile__drops(prof);
 	int worst;
 
 	st->shipped = counts[PW_OUT_SHIPPED];
@@ -306,7 +302,7 @@ static void fill_counters(struct top_status *st, const uint64_t counts[PW_OUT__C
 	st->lost = counts[PW_OUT_LOST];
 	st->empty = counts[PW_OUT_EMPTY];
 	st->no_tstate = counts[PW_OUT_NO_TSTATE];
-	st->not_counted = d->malformed + d->unknown_pid + d->unsymbolized + d->stale;
+	st->not_counted = profile__dropped(prof);
 }
 
 /* Rank for the current keys and redraw. 0 or -ENOMEM. */

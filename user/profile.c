@@ -39,7 +39,6 @@ struct profile {
 	uint32_t ids[PW_MAX_FRAMES_CAP];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
-	uint64_t records;
 };
 
 struct profile *profile__new(const struct profile_opts *opts)
@@ -176,7 +175,6 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 	uint32_t n = 0;
 	int err;
 
-	p->records++;
 	if (size < sizeof(*h) || h->nframes > PW_MAX_FRAMES_CAP ||
 	    size < sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame)) {
 		p->drops.malformed++;
@@ -285,9 +283,9 @@ const struct profile_drops *profile__drops(const struct profile *p)
 	return &p->drops;
 }
 
-uint64_t profile__records(const struct profile *p)
+uint64_t profile__dropped(const struct profile *p)
 {
-	return p->records;
+	return p->drops.malformed + p->drops.unknown_pid + p->drops.unsymbolized + p->drops.stale;
 }
 
 const char *profile__process_name(const struct profile *p, uint32_t pid)

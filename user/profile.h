@@ -65,7 +65,8 @@ const struct agg *profile__agg(const struct profile *p);
 const struct symtab *profile__symtab(const struct profile *p);
 const struct profile_opts *profile__opts(const struct profile *p);
 const struct profile_drops *profile__drops(const struct profile *p);
-uint64_t profile__records(const struct profile *p);
+/* Shipped records not counted, all reasons together. */
+uint64_t profile__dropped(const struct profile *p);
 /* "comm" of a process or thread as seen when it was first sampled ("?" if unknown). */
 const char *profile__process_name(const struct profile *p, uint32_t pid);
 const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid);

@@ -51,8 +51,6 @@ static void set_read_sizes(struct pw_proc *cfg)
 	if (o->frame_is_entry != PW_OFF_NONE)
 		f = max16(f, o->frame_is_entry + 1);
 	o->frame_read_size = (f + 7) & ~7;
-	if (f > PW_FRAME_READ_MAX) /* reported by the caller */
-		return;
 
 	t = max16(t, o->tstate_thread_id + 8);
 	t = max16(t, o->tstate_frame + 8);
