@@ -262,7 +262,7 @@ int cmd_record(int argc, char **argv)
 	}
 	err = outfile_open(&out, o.output);
 	if (err) {
-		pw_err("cannot write %s: %s\n", o.output, strerror(-err));
+		pw_err("cannot write %s: %s\n", o.output, out.why);
 		return EXIT_FAIL;
 	}
 
@@ -356,10 +356,13 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	err = writer->write(out.f, prof);
-	if (!err)
-		err = outfile_commit(&out);
 	if (err) {
 		pw_err("cannot write %s: %s\n", o.output ? o.output : "stdout", strerror(-err));
+		goto out;
+	}
+	err = outfile_commit(&out);
+	if (err) {
+		pw_err("cannot write %s: %s\n", o.output ? o.output : "stdout", out.why);
 		goto out;
 	}
 	print_summary(counts, runs, prof);
