@@ -260,11 +260,6 @@ int cmd_record(int argc, char **argv)
 		pw_err("%s\n", why);
 		return EXIT_FAIL;
 	}
-	err = outfile_open(&out, o.output);
-	if (err) {
-		pw_err("cannot write %s: %s\n", o.output, out.why);
-		return EXIT_FAIL;
-	}
 
 	ntargets = o.command ? 1 : o.npids;
 	targets = calloc(ntargets, sizeof(*targets));
@@ -272,8 +267,22 @@ int cmd_record(int argc, char **argv)
 		pw_err("out of memory\n");
 		goto out;
 	}
+	/* the targets first: a PID that is not there must not touch the output at all */
 	if (!o.command && session_open_pids(o.pids, o.npids, targets))
 		goto out;
+
+	/* from here a temporary file may exist: these signals end the run through the normal
+	 * path, and a closed pipe is a write error to report rather than a silent death */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* before the loader and the command: an unwritable output fails before sampling */
+	err = outfile_open(&out, o.output);
+	if (err) {
+		pw_err("cannot write %s: %s\n", o.output, out.why);
+		goto out;
+	}
 
 	prof = profile__new(&(struct profile_opts){ .by_thread = o.threads,
 						    .by_process = ntargets > 1 });
@@ -281,9 +290,6 @@ int cmd_record(int argc, char **argv)
 		pw_err("out of memory\n");
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 
 	if (o.command) {
 		err = launch_prepare(&child, o.command);

@@ -42,6 +42,9 @@ int launch_prepare(struct launch *l, char *const argv[])
 		close(report[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		/* the profiler ignores SIGPIPE; an ignored signal would stay so across exec */
+		signal(SIGPIPE, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127); /* the profiler gave up before releasing us */
 		execvp(argv[0], argv);
