@@ -240,13 +240,13 @@ static int open_dir(struct outfile *o, const char *dir, size_t len, int *dirfd)
 			strcpy(shown, "/");
 			cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (cur < 0)
-				return set_errno_why(o, -errno);
+				err = set_errno_why(o, -errno);
 		}
 	}
-	if (err)
-		close(cur);
-	else
+	if (!err)
 		*dirfd = cur;
+	else if (cur >= 0)
+		close(cur);
 	return err;
 }
 
@@ -292,28 +292,28 @@ static int open_temp(struct outfile *o, int dirfd)
 			break;
 	}
 	if (fd < 0)
-		return set_errno_why(o, -errno);
-	if (fstat(fd, &st)) {
-		err = set_errno_why(o, -errno);
-		unlinkat(dirfd, tmp, 0);
-		close(fd);
-		return err;
+		err = -errno;
+	else if (fstat(fd, &st))
+		err = -errno;
+	else if (!(o->tmp_name = strdup(tmp)))
+		err = -ENOMEM;
+	if (!err) {
+		/* from here release() removes it, if the name still leads to our file */
+		o->dirfd = dirfd;
+		o->tmp_dev = st.st_dev;
+		o->tmp_ino = st.st_ino;
+		track(o);
+		o->f = fdopen(fd, "w");
+		if (!o->f)
+			err = -errno;
 	}
-	o->tmp_name = strdup(tmp);
-	if (!o->tmp_name) {
-		unlinkat(dirfd, tmp, 0);
-		close(fd);
-		return set_errno_why(o, -ENOMEM);
-	}
-	/* from here release() removes it */
-	o->dirfd = dirfd;
-	o->tmp_dev = st.st_dev;
-	o->tmp_ino = st.st_ino;
-	track(o);
-	o->f = fdopen(fd, "w");
-	if (!o->f) {
-		err = set_errno_why(o, -errno);
-		close(fd);
+	if (err) {
+		set_errno_why(o, err);
+		/* created a moment ago and not yet known to release() */
+		if (fd >= 0 && !o->tmp_name)
+			unlinkat(dirfd, tmp, 0);
+		if (fd >= 0)
+			close(fd);
 	}
 	return err;
 }
