@@ -15,7 +15,7 @@ WARN := -Wall -Wextra $(WERROR)
 PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs libbpf libelf 2>/dev/null || echo -lbpf -lelf) -lz
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
 
 ifeq ($(V),1)
 Q :=
@@ -37,7 +37,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
 all: $(O)/pywalk
 
-$(O)/pywalk.bpf.o: bpf/pywalk.bpf.c bpf/abi.h bpf/walk.h vmlinux/vmlinux.h | $(O)
+$(O)/pywalk.bpf.o: bpf/pywalk.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(O)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@

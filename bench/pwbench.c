@@ -222,6 +222,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct rb_count *c = ctx;
 	const struct pw_sample_hdr *h = data;
 
+	if (size >= sizeof(*h) && h->kind != PW_REC_SAMPLE)
+		return 0; /* a code record, shipped once per code object and CPU */
 	c->records++;
 	if (size < sizeof(*h) || h->nframes != c->want_frames)
 		c->wrong_depth++;
@@ -345,7 +347,8 @@ static int measure(const struct opts *o)
 		goto out;
 	}
 	if (!o->exit_path) {
-		err = target_open(o->pid, &t, why, sizeof(why));
+		err = target_inspect(o->pid, NULL, &t, NULL, why, sizeof(why));
+		t.id = 1;
 		if (!err)
 			err = snapshot_take(&t, o->pid, o->max_depth, plan, &snap, why,
 					    sizeof(why));
@@ -369,8 +372,10 @@ static int measure(const struct opts *o)
 	} else {
 		__u32 key = (__u32)o->pid;
 
-		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &t.ver.cfg,
-					   sizeof(t.ver.cfg), BPF_ANY);
+		struct pw_proc cfg = target_config(&t);
+
+		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &cfg, sizeof(cfg),
+					   BPF_ANY);
 	}
 	if (err) {
 		err = -errno;

@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 4
+#define PW_ABI_VERSION 5
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -43,6 +43,27 @@ enum pw_outcome {
 	/* Not an outcome: a walk still in progress. */
 	PW_OUT__CONTINUE = 0xff,
 };
+
+/* Counters beside the outcomes, in the same per-CPU array after PW_OUT__COUNT. */
+#define PW_COUNTERS(X)                                                                   \
+	X(RUNS, "sampler runs")                                                          \
+	X(CODE_SENT, "code records shipped")                                             \
+	X(CODE_LOST, "code records lost (ring buffer full)")                             \
+	X(CODE_UNREADABLE, "code objects unreadable at sample time")                     \
+	X(PROC_SENT, "process events shipped")                                           \
+	X(PROC_LOST, "process events lost (ring buffer full)")                           \
+	X(PROC_FULL, "fork children not followed (process map full)")
+
+enum pw_counter {
+#define PW_X_COUNTER(name, label) PW_CNT_##name,
+	PW_COUNTERS(PW_X_COUNTER)
+#undef PW_X_COUNTER
+	PW_CNT__COUNT,
+};
+
+/* Index of counter `c` in the `outcomes` map. */
+#define PW_COUNTER_INDEX(c) (PW_OUT__COUNT + (c))
+#define PW_NSLOTS (PW_OUT__COUNT + PW_CNT__COUNT)
 
 /* How a version's frame chain is shaped; selects the walker's rules. */
 enum pw_chain_kind {
@@ -85,10 +106,33 @@ struct pw_offsets {
 };
 _Static_assert(sizeof(struct pw_offsets) == 40, "pw_offsets is ABI");
 
-/* Per-process config; key of the `procs` map is the tgid. */
+/* Where the code-object capture (code.h) finds things in code, str and bytes objects. */
+struct pw_objoff {
+	__u16 co_head_size;	/* bytes of the code object read, from its start */
+	__u16 co_qualname;	/* str * (co_name on 3.10, which has no qualname) */
+	__u16 co_filename;	/* str * */
+	__u16 co_linetable;	/* bytes * (co_linetable / co_lnotab-era PEP 626 table) */
+	__u16 str_length;	/* PyASCIIObject.length */
+	__u16 str_state;	/* PyASCIIObject.state */
+	__u16 str_ascii_data;	/* data of a compact ASCII str */
+	__u16 str_compact_data; /* data of a compact non-ASCII str */
+	__u16 bytes_size;	/* PyVarObject.ob_size of a bytes object */
+	__u16 bytes_data;	/* PyBytesObject.ob_sval */
+	__u16 pad[2];
+};
+_Static_assert(sizeof(struct pw_objoff) == 24, "pw_objoff is ABI");
+
+/* pw_proc.flags */
+#define PW_PROCF_NSPID 1 /* thread ids in the thread states are the process's pid-namespace
+			  * ids, not the host's (a container): the sampler translates */
+
+/* Per-process config; key of the `procs` map is the host tgid. */
 struct pw_proc {
 	__u64 runtime_addr; /* address of _PyRuntime in the target */
 	struct pw_offsets off;
+	struct pw_objoff obj;
+	__u32 target;	    /* id of this process's lifetime (pw_target_id): carried by
+			     * every record, so a reused PID is never mistaken for it */
 	__u8 chain_kind;    /* enum pw_chain_kind */
 	__u8 thread_match;  /* enum pw_thread_match */
 	__u8 code_tag_bits; /* low bits of f_executable that are tags (3.14+: 3) */
@@ -96,9 +140,19 @@ struct pw_proc {
 	__u8 shim_owner;    /* owner value of entry/shim frames; 0xff when none */
 	__u8 code_tag_name; /* window word holding the name str whose text joins the tag;
 			     * 0xff: none (3.12+ have co_version instead) */
-	__u8 pad[2];
+	__u8 flags;	    /* PW_PROCF_* */
+	__u8 pad;
 };
-_Static_assert(sizeof(struct pw_proc) == 56, "pw_proc is ABI");
+_Static_assert(sizeof(struct pw_proc) == 88, "pw_proc is ABI");
+
+/* Values of the kernel side's `family` map: how a followed process is followed. */
+#define PW_FOLLOW_EXEC 1     /* its execs and exit are reported */
+#define PW_FOLLOW_CHILDREN 2 /* and its fork children are followed like it */
+
+/* Target ids: userspace numbers the processes it inspects from 1 up; the kernel side numbers
+ * fork children that inherit their parent's config with the top bit set, so the two never
+ * collide. 0 is "no target". */
+#define PW_TARGET_KERNEL_BIT 0x80000000u
 
 /* Owner of frames on the thread's data stack (FRAME_OWNED_BY_THREAD, 3.11+). */
 #define PW_OWNER_THREAD 0
@@ -117,75 +171,82 @@ struct pw_frame {
 	__u32 tag;
 };
 
-/* The tag: immutable words of the code object folded to 32 bits. The window starts at
- * offsets.code_tag and spans up to PW_CODE_TAG_WORDS 8-byte words; bit i of code_tag_mask
- * selects word i. 3.12+ include co_version, unique per code object created; older versions
- * use pointers to objects the code object owns (names, line table, constants). */
-#define PW_CODE_TAG_WORDS 8
+/* Every ring-buffer record starts with its kind (a __u32). */
+enum pw_rec_kind {
+	PW_REC_SAMPLE = 1, /* struct pw_sample_hdr + frames */
+	PW_REC_CODE = 2,   /* struct pw_code_hdr + captured bytes */
+	PW_REC_PROC = 3,   /* struct pw_proc_rec */
+};
 
-/* Fully unrolled in BPF: straight-line code costs the verifier one state, a loop many. */
-#if defined(__clang__)
-#define PW_UNROLL _Pragma("unroll")
-#else
-#define PW_UNROLL
-#endif
-
-static inline __u32 pw_code_tag(const __u64 *words, __u16 mask)
-{
-	__u64 h = 0xcbf29ce484222325ull;
-
-	/* branch-free, so the verifier sees one path whatever the mask */
-	PW_UNROLL
-	for (int i = 0; i < PW_CODE_TAG_WORDS; i++) {
-		__u64 keep = -(__u64)((mask >> i) & 1);
-
-		h ^= words[i] & keep;
-		h *= 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	return (__u32)h ^ (__u32)(h >> 32);
-}
-
-/* Bytes of a str object read for the tag: [16, 80) = length, hash, state, wstr, data. */
-#define PW_NAME_TAG_START 16
-#define PW_NAME_TAG_SIZE 64
-
-/* Fold the immutable parts of a 3.10/3.11 compact str image (PW_NAME_TAG_SIZE bytes from
- * PW_NAME_TAG_START): its length, its kind/compact/ascii bits, and for ASCII strings the
- * first 32 characters (data at 48; bytes past the length are masked, they are not the
- * string's). The hash, interned bits and wstr fill in later, so they are left out. */
-static inline __u32 pw_name_tag(const __u64 *w)
-{
-	__u64 len = w[0], state = w[2] & 0x7c, h = len * 0x9e3779b97f4a7c15ull ^ state;
-	__u64 ascii = -(__u64)((state >> 6) & 1);
-
-	/* branch-free, so the verifier sees one path */
-	PW_UNROLL
-	for (int i = 0; i < 4; i++) {
-		__u64 have = len > (__u64)(8 * i) ? len - 8 * i : 0;
-		__u64 bits = have >= 8 ? 64 : 8 * have;
-		__u64 keep = bits == 64 ? ~0ull : ((1ull << bits) - 1);
-
-		h = (h ^ (w[4 + i] & keep & ascii)) * 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	return (__u32)h ^ (__u32)(h >> 32);
-}
-
-/* Header of a ring-buffer record, followed by `nframes` struct pw_frame, leaf first. */
+/* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. */
 struct pw_sample_hdr {
-	__u64 time_ns;
-	__u64 tstate;
-	__u32 pid;
-	__u32 tid;
+	__u32 kind;    /* PW_REC_SAMPLE */
 	__u32 nframes;
+	__u64 time_ns; /* bpf_ktime_get_ns() */
+	__u64 tstate;
+	__u32 pid;     /* host tgid and tid */
+	__u32 tid;
+	__u32 target;  /* pw_proc.target of the process when sampled */
 	__u32 flags;
 };
-_Static_assert(sizeof(struct pw_sample_hdr) == 32, "pw_sample_hdr is ABI");
+_Static_assert(sizeof(struct pw_sample_hdr) == 40, "pw_sample_hdr is ABI");
 
 struct pw_sample {
 	struct pw_sample_hdr hdr;
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
 };
+
+/* Process lifecycle, from the sched_process_* tracepoints. */
+enum pw_proc_event {
+	PW_PROC_FORK = 1, /* pid is a new process, child of ppid */
+	PW_PROC_EXEC = 2, /* pid replaced its program */
+	PW_PROC_EXIT = 3, /* the last thread of pid exited */
+};
+
+struct pw_proc_rec {
+	__u32 kind;	     /* PW_REC_PROC */
+	__u32 event;	     /* enum pw_proc_event */
+	__u64 time_ns;
+	__u32 pid;
+	__u32 ppid;	     /* fork: the parent tgid */
+	__u32 target;	     /* fork: the child's inherited target id (0 = none);
+			      * exec/exit: the target id that ended (0 = none) */
+	__u32 parent_target; /* fork: the parent's target id (0 = none) */
+};
+_Static_assert(sizeof(struct pw_proc_rec) == 32, "pw_proc_rec is ABI");
+
+/* What the sampler copies of a code object the first time a CPU ships it, so a code object
+ * or process that dies before userspace looks can still be named. The bytes follow the
+ * header: head_len of the code object from its start, name_len of its qualname str object
+ * from its start (header and characters), file_len of its filename str, lt_len of its
+ * line table's data. */
+struct pw_code_hdr {
+	__u32 kind;   /* PW_REC_CODE */
+	__u32 target;
+	__u64 code;   /* address of the code object */
+	__u32 pid;
+	__u32 tag;    /* the frame tag it was shipped with */
+	__u16 head_len;
+	__u16 name_len;
+	__u16 file_len;
+	__u16 flags;  /* PW_CODEF_* */
+	__u32 lt_len;
+	__u32 lt_size; /* the line table's full size; > lt_len when it was cut */
+};
+_Static_assert(sizeof(struct pw_code_hdr) == 40, "pw_code_hdr is ABI");
+
+/* pw_code_hdr.flags: parts that could not be read (userspace reads them itself if it can) */
+#define PW_CODEF_NO_NAME 1
+#define PW_CODEF_NO_FILE 2
+#define PW_CODEF_NO_LINETABLE 4
+
+/* Bounds of what one code record carries. */
+#define PW_CODE_HEAD_MAX 512
+#define PW_CODE_STR_MAX 1024	   /* str object bytes: header + characters */
+#define PW_CODE_LINETABLE_MAX 16384 /* line table bytes */
+#define PW_CODE_REC_MAX \
+	(sizeof(struct pw_code_hdr) + PW_CODE_HEAD_MAX + 2 * PW_CODE_STR_MAX + PW_CODE_LINETABLE_MAX)
+/* The buffer a record is built in: the line table may start anywhere below 4096. */
+#define PW_CODE_REC_BUF (4096 + PW_CODE_LINETABLE_MAX)
 
 #endif /* PW_ABI_H */

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
-/* BPF side of pywalk: on each perf event, find the sampled thread's PyThreadState, walk its
- * Python frames with walk.h, and ship the stack only when the walk proved it complete.
- * Every run ends in exactly one outcome counter. No strings are read here. */
+/* BPF side of pywalk. The sampler (perf events) finds the sampled thread's PyThreadState,
+ * walks its Python frames with walk.h and ships the stack only when the walk proved it
+ * complete, preceded by a code record (code.h) for each code object this CPU has not shipped
+ * before. The sched programs follow processes: a fork child of a target inherits its
+ * config here, at once; an exec or the exit of a target removes its config before its PID
+ * can be reused, and userspace is told through the same ring buffer, after the last sample
+ * of that process. Every sampler run ends in exactly one outcome counter. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -11,23 +15,33 @@
 #define PW_READ_USER(dst, size, addr) \
 	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
 #include "walk.h"
+#include "code.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 max_depth = PW_DEFAULT_MAX_DEPTH;
+/* Every process on the host is followed (--all): report every exec and exit, and every
+ * fork child of a target inherits its config. */
+const volatile bool follow_all = false;
+/* Ship code records (off only in benchmarks that measure the walk alone). */
+const volatile bool capture_code = true;
 
 #define PW_WAKEUP_NS (10 * 1000 * 1000)
 #define PW_WAKEUP_BYTES (1 << 20)
-
-/* Index of the "program ran" counter in `outcomes`, after the outcome codes. */
-#define PW_COUNTER_RUNS PW_OUT__COUNT
+/* Code records one sample may ship; the rest go with later samples of the same stack. */
+#define PW_CODE_PER_SAMPLE 16
+/* Per-CPU memory of shipped (target, code, tag): direct-mapped, a power of two. */
+#define PW_SEEN_SLOTS 8192
 
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
 	struct pw_sample sample;
+	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
+	__u64 seen[PW_SEEN_SLOTS];
 	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
 };
 
+/* Sized at load from the need (loader.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -35,7 +49,18 @@ struct {
 	__type(value, struct pw_proc);
 } procs SEC(".maps");
 
-/* (tgid << 32 | tid) -> PyThreadState address; re-checked against the thread id on use */
+/* Followed processes (tgid -> PW_FOLLOW_*), targets or not (a shell that starts Python):
+ * their execs and exits are reported, and with PW_FOLLOW_CHILDREN their fork children are
+ * followed alike. Not used with follow_all. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} family SEC(".maps");
+
+/* (target << 32 | tid) -> PyThreadState address; re-checked against the thread id on use.
+ * Keyed by target, not PID, so no entry outlives the process lifetime it was found in. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -45,10 +70,18 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PW_OUT__COUNT + 1);
+	__uint(max_entries, PW_NSLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } outcomes SEC(".maps");
+
+/* The next kernel-assigned target id (PW_TARGET_KERNEL_BIT | n). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} next_target SEC(".maps");
 
 /* One slot per CPU, indexed by CPU id; too big for a per-CPU map value. Sized at load. */
 struct {
@@ -70,6 +103,10 @@ static __always_inline void count(__u32 which)
 	if (c)
 		*c += 1;
 }
+
+#define count_counter(c) count(PW_COUNTER_INDEX(c))
+
+/* ---- sampler ------------------------------------------------------------------------- */
 
 struct tfind_ctx {
 	struct pw_tfind tf;
@@ -109,14 +146,83 @@ static long walk_cb(__u32 index __attribute__((unused)), void *data)
 	return done ? 1 : 0;
 }
 
+/* Ship one code record. A global function, verified once. Returns 1 when shipped. */
+__noinline int ship_code(struct scratch *s, const struct pw_proc *cfg, __u32 pid,
+			 const struct pw_frame *f)
+{
+	__u32 len;
+
+	if (!s || !cfg || !f)
+		return 0;
+	len = pw_code_capture(cfg, pid, f->code, f->tag, s->code_rec);
+	if (!len) {
+		count_counter(PW_CNT_CODE_UNREADABLE);
+		return 0;
+	}
+	if (len > PW_CODE_REC_BUF)
+		return 0;
+	if (bpf_ringbuf_output(&events, s->code_rec, len, BPF_RB_NO_WAKEUP)) {
+		count_counter(PW_CNT_CODE_LOST);
+		return 0;
+	}
+	count_counter(PW_CNT_CODE_SENT);
+	return 1;
+}
+
+struct code_ctx {
+	struct scratch *s;
+	const struct pw_proc *cfg;
+	__u32 pid, nframes, budget;
+};
+
+static __always_inline __u64 seen_key(__u32 target, const struct pw_frame *f)
+{
+	__u64 k = (f->code ^ ((__u64)f->tag << 32) ^ target) * 0x9e3779b97f4a7c15ull;
+
+	return k | 1; /* never 0, the empty slot */
+}
+
+static long code_cb(__u32 i, void *data)
+{
+	struct code_ctx *c = data;
+	const struct pw_frame *f;
+	__u64 key;
+	__u32 slot;
+
+	if (i >= c->nframes || i >= PW_MAX_FRAMES_CAP || !c->budget)
+		return 1;
+	f = &c->s->sample.frames[i];
+	key = seen_key(c->cfg->target, f);
+	slot = (__u32)(key >> 40) & (PW_SEEN_SLOTS - 1);
+	if (c->s->seen[slot] == key)
+		return 0;
+	c->budget--;
+	if (ship_code(c->s, c->cfg, c->pid, f))
+		c->s->seen[slot] = key;
+	return 0;
+}
+
+/* The id the thread states hold for this thread: the TID as the process sees it (its own
+ * pid namespace's, in a container), or fsbase on 3.10. */
 static __always_inline __u64 current_thread_id(const struct pw_proc *cfg, __u32 tid)
 {
-	if (cfg->thread_match == PW_MATCH_NATIVE_TID)
-		return tid;
+	struct task_struct *task;
+
+	if (cfg->thread_match == PW_MATCH_NATIVE_TID) {
+		struct pid *p;
+		unsigned int level;
+
+		if (!(cfg->flags & PW_PROCF_NSPID))
+			return tid;
+		/* gettid() in the process's own namespace: the innermost level of its pid */
+		task = bpf_get_current_task_btf();
+		p = BPF_CORE_READ(task, thread_pid);
+		level = BPF_CORE_READ(p, level);
+		return (__u32)BPF_CORE_READ(p, numbers[level & 31].nr);
+	}
 #if defined(__TARGET_ARCH_x86)
 	/* 3.10: tstate->thread_id is pthread_self(), which glibc makes the TCB = fsbase */
-	struct task_struct *task = bpf_get_current_task_btf();
-
+	task = bpf_get_current_task_btf();
 	return BPF_CORE_READ(task, thread.fsbase);
 #else
 	return 0;
@@ -143,7 +249,7 @@ static __always_inline __u64 tstate_thread_id(const struct scratch *s, const str
 static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 key = (__u64)pid << 32 | tid;
+	__u64 key = (__u64)cfg->target << 32 | tid;
 	struct walk_ctx wc = {};
 	struct scratch *s;
 	__u64 *cached, tstate = 0, want, current;
@@ -199,10 +305,21 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	if (wc.w.outcome != PW_OUT_SHIPPED)
 		return wc.w.outcome;
 
+	/* only a complete stack's code objects are worth copying; they go first, so userspace
+	 * has them when it reads the sample */
+	if (capture_code) {
+		struct code_ctx cc = { .s = s, .cfg = cfg, .pid = pid, .nframes = wc.w.nframes,
+				       .budget = PW_CODE_PER_SAMPLE };
+
+		bpf_loop(PW_MAX_FRAMES_CAP, code_cb, &cc, 0);
+	}
+
+	s->sample.hdr.kind = PW_REC_SAMPLE;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	s->sample.hdr.tstate = tstate;
 	s->sample.hdr.pid = pid;
 	s->sample.hdr.tid = tid;
+	s->sample.hdr.target = cfg->target;
 	s->sample.hdr.nframes = wc.w.nframes;
 	s->sample.hdr.flags = 0;
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
@@ -230,12 +347,119 @@ int on_perf_event(struct bpf_perf_event_data *ctx __attribute__((unused)))
 	__u32 pid = id >> 32, tid = (__u32)id;
 	const struct pw_proc *cfg;
 
-	count(PW_COUNTER_RUNS);
+	count_counter(PW_CNT_RUNS);
 	cfg = pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
 	if (!cfg) {
 		count(PW_OUT_NOT_TARGET);
 		return 0;
 	}
 	count(sample_python(pid, tid, cfg));
+	return 0;
+}
+
+/* ---- process lifecycle --------------------------------------------------------------- */
+
+static __always_inline void ship_proc(__u32 event, __u32 pid, __u32 ppid, __u32 target,
+				      __u32 parent_target)
+{
+	struct pw_proc_rec r = { .kind = PW_REC_PROC, .event = event,
+				 .time_ns = bpf_ktime_get_ns(), .pid = pid, .ppid = ppid,
+				 .target = target, .parent_target = parent_target };
+
+	/* discovery latency matters (a process may live 30 ms): wake the consumer now */
+	if (bpf_ringbuf_output(&events, &r, sizeof(r), BPF_RB_FORCE_WAKEUP))
+		count_counter(PW_CNT_PROC_LOST);
+	else
+		count_counter(PW_CNT_PROC_SENT);
+}
+
+static __always_inline bool is_followed(__u32 tgid)
+{
+	return follow_all || bpf_map_lookup_elem(&family, &tgid);
+}
+
+static __always_inline bool follows_children(__u32 tgid)
+{
+	__u8 *how = follow_all ? NULL : bpf_map_lookup_elem(&family, &tgid);
+
+	return follow_all || (how && *how == PW_FOLLOW_CHILDREN);
+}
+
+/* tp_btf programs get the tracepoint's arguments in ctx[], typed by the kernel's BTF */
+SEC("tp_btf/sched_process_fork")
+int on_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, zero = 0, *next;
+	const struct pw_proc *pcfg;
+	struct pw_proc cfg;
+	__u8 how = PW_FOLLOW_CHILDREN;
+
+	if (ctgid != (__u32)child->pid || !follows_children(ptgid))
+		return 0; /* a new thread, or nobody asked for children */
+	if (!follow_all)
+		bpf_map_update_elem(&family, &ctgid, &how, BPF_ANY);
+	pcfg = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!pcfg) {
+		/* not Python (yet): the child tells us what it is when it execs */
+		if (!follow_all)
+			ship_proc(PW_PROC_FORK, ctgid, ptgid, 0, 0);
+		return 0;
+	}
+	/* a fork child is a copy of its parent's memory: same runtime, same offsets */
+	next = bpf_map_lookup_elem(&next_target, &zero);
+	if (!next)
+		return 0;
+	cfg = *pcfg;
+	cfg.target = PW_TARGET_KERNEL_BIT | (__sync_fetch_and_add(next, 1) + 1);
+	if (bpf_map_update_elem(&procs, &ctgid, &cfg, BPF_NOEXIST)) {
+		count_counter(PW_CNT_PROC_FULL);
+		cfg.target = 0;
+	}
+	ship_proc(PW_PROC_FORK, ctgid, ptgid, cfg.target, pcfg->target);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int on_exec(__u64 *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx[0];
+	__u32 tgid = p->tgid, target = 0;
+	const struct pw_proc *cfg = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (cfg) {
+		/* the image the config describes is gone */
+		target = cfg->target;
+		bpf_map_delete_elem(&procs, &tgid);
+	} else if (!is_followed(tgid)) {
+		return 0;
+	}
+	ship_proc(PW_PROC_EXEC, tgid, 0, target, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int on_exit(__u64 *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx[0];
+	__u32 tgid = p->tgid, target = 0;
+	const struct pw_proc *cfg;
+	bool followed;
+
+	/* only the last thread of the process ends it */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	cfg = bpf_map_lookup_elem(&procs, &tgid);
+	followed = !follow_all && bpf_map_lookup_elem(&family, &tgid);
+	if (followed)
+		bpf_map_delete_elem(&family, &tgid);
+	if (cfg) {
+		target = cfg->target;
+		bpf_map_delete_elem(&procs, &tgid);
+	} else if (!followed && !follow_all) {
+		return 0;
+	}
+	ship_proc(PW_PROC_EXIT, tgid, 0, target, 0);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #define PW_WALK_H
 
 #include "abi.h"
+#include "tag.h"
 
 #ifndef PW_INLINE
 #define PW_INLINE static inline __attribute__((always_inline))
@@ -333,7 +334,6 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 				w->outcome = PW_OUT_READ_FAULT;
 				return 1;
 			}
-			tag = pw_code_tag(words, cfg->off.code_tag_mask);
 			if (cfg->code_tag_name < PW_CODE_TAG_WORDS) {
 				/* 3.10/3.11 have no per-object version: the name's text tells
 				 * a replacement object with recycled pointers apart */
@@ -346,7 +346,9 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 					w->outcome = PW_OUT_READ_FAULT;
 					return 1;
 				}
-				tag ^= pw_name_tag(name) * 0x9e3779b1u;
+				tag = pw_code_tag(words, cfg->off.code_tag_mask, name);
+			} else {
+				tag = pw_code_tag(words, cfg->off.code_tag_mask, 0);
 			}
 		}
 		w->cur.code = code;

@@ -24,7 +24,7 @@ struct agg {
 };
 
 struct stack_key {
-	uint32_t pid, tid, n;
+	uint32_t proc, tid, n;
 	const uint32_t *ids;
 };
 
@@ -80,15 +80,15 @@ static bool stack_eq(uint32_t id, const void *key, void *ctx)
 	const struct stack_key *k = key;
 	const struct agg_stack *s = &agg->stacks[id];
 
-	return s->pid == k->pid && s->tid == k->tid && s->nframes == k->n &&
+	return s->proc == k->proc && s->tid == k->tid && s->nframes == k->n &&
 	       !memcmp(agg->arena + s->first, k->ids, k->n * sizeof(*k->ids));
 }
 
-int agg__add(struct agg *agg, uint32_t pid, uint32_t tid, const uint32_t *ids, uint32_t n,
-	     uint64_t count)
+int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const uint32_t *ids,
+	     uint32_t n, uint64_t count)
 {
-	struct stack_key k = { .pid = pid, .tid = tid, .n = n, .ids = ids };
-	uint64_t hash = hash_bytes(ids, n * sizeof(*ids), (uint64_t)pid << 32 | tid);
+	struct stack_key k = { .proc = proc, .tid = tid, .n = n, .ids = ids };
+	uint64_t hash = hash_bytes(ids, n * sizeof(*ids), (uint64_t)proc << 32 | tid);
 	struct agg_stack *s;
 	uint32_t id;
 	int err;
@@ -110,7 +110,7 @@ int agg__add(struct agg *agg, uint32_t pid, uint32_t tid, const uint32_t *ids, u
 		return err;
 	}
 	s = &agg->stacks[agg->nstacks++];
-	*s = (struct agg_stack){ .pid = pid, .tid = tid, .nframes = n,
+	*s = (struct agg_stack){ .proc = proc, .pid = pid, .tid = tid, .nframes = n,
 				 .first = (uint32_t)agg->arena_len, .count = count };
 	if (n) /* an empty first stack has no arena yet: memcpy(NULL, ..., 0) is UB */
 		memcpy(agg->arena + agg->arena_len, ids, n * sizeof(*ids));

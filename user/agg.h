@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Stack interning and counting. A frame is an opaque (func, line) pair and a stack is
- * (pid, tid, frames root first); this module knows nothing about symbols or formats. */
+ * (process, tid, frames root first); this module knows nothing about symbols or formats. */
 #ifndef PW_AGG_H
 #define PW_AGG_H
 
@@ -15,6 +15,7 @@ struct agg_frame {
 };
 
 struct agg_stack {
+	uint32_t proc;	   /* caller-defined process id (one lifetime of a PID) */
 	uint32_t pid, tid; /* 0 when the caller does not split by them */
 	uint32_t nframes;
 	uint32_t first;	   /* index of the root frame id in the frame-id arena */
@@ -26,9 +27,10 @@ void agg__free(struct agg *agg);
 
 /* Intern a frame; returns its id or a negative errno. */
 int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line);
-/* Count `count` samples of the stack `ids` (n frame ids, root first). 0 or -ENOMEM. */
-int agg__add(struct agg *agg, uint32_t pid, uint32_t tid, const uint32_t *ids, uint32_t n,
-	     uint64_t count);
+/* Count `count` samples of the stack `ids` (n frame ids, root first) of thread `tid` of
+ * process `proc` (host PID `pid`). 0 or -ENOMEM. */
+int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const uint32_t *ids,
+	     uint32_t n, uint64_t count);
 
 size_t agg__nstacks(const struct agg *agg);
 const struct agg_stack *agg__stack(const struct agg *agg, size_t i);

@@ -60,6 +60,31 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 	}
 }
 
+static bool links_libpython(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n;
+
+	if (!data || !sh->sh_entsize)
+		return false;
+	n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Dyn dyn;
+		const char *name;
+
+		if (!gelf_getdyn(data, (int)i, &dyn))
+			break;
+		if (dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_NEEDED)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, dyn.d_un.d_val);
+		if (name && !strncmp(name, "libpython", 9))
+			return true;
+	}
+	return false;
+}
+
 int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 {
 	uint64_t version_vaddr = 0, section_vaddr = 0;
@@ -97,6 +122,10 @@ int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 			continue;
 		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
 			scan_symbols(elf, scn, &sh, out, &version_vaddr);
+			continue;
+		}
+		if (sh.sh_type == SHT_DYNAMIC) {
+			out->needs_libpython = links_libpython(elf, scn, &sh);
 			continue;
 		}
 		name = elf_strptr(elf, shstrndx, sh.sh_name);

@@ -13,6 +13,8 @@ struct elf_pyinfo {
 	uint64_t first_load_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned down */
 	bool is_dyn;		   /* ET_DYN (PIE or shared library) */
 	bool has_runtime_section;  /* a .PyRuntime section exists (CPython 3.10+) */
+	bool needs_libpython;	   /* a DT_NEEDED entry names a libpython (a scheduling hint for
+				    * discovery only: versions are never taken from names) */
 };
 
 /* Inspect the ELF file open on `fd`. Returns 0 (runtime_vaddr may be 0: not Python),

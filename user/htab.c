@@ -63,6 +63,32 @@ int htab_insert(struct htab *h, uint64_t hash, uint32_t id)
 	return 0;
 }
 
+bool htab_remove(struct htab *h, uint64_t hash, uint32_t id)
+{
+	size_t mask, i, j;
+
+	if (!h->cap)
+		return false;
+	mask = h->cap - 1;
+	for (i = hash & mask; h->ids[i] != id; i = (i + 1) & mask)
+		if (h->ids[i] == EMPTY)
+			return false;
+	/* backward-shift deletion: move up every later entry of the run whose home slot does
+	 * not lie cyclically in (i, j], so each stays reachable from its home slot */
+	for (j = (i + 1) & mask; h->ids[j] != EMPTY; j = (j + 1) & mask) {
+		size_t home = h->hashes[j] & mask;
+
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		h->hashes[i] = h->hashes[j];
+		h->ids[i] = h->ids[j];
+		i = j;
+	}
+	h->ids[i] = EMPTY;
+	h->n--;
+	return true;
+}
+
 void htab_free(struct htab *h)
 {
 	if (!h)

@@ -2,6 +2,7 @@
 /* libbpf skeleton wiring: one perf event per online CPU, the ring buffer consumer and the
  * maps userspace writes (procs) or reads (outcomes). */
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct loader *ld = ctx;
 
-	return ld->opts.on_sample(ld->opts.ctx, data, size);
+	return ld->opts.on_record(ld->opts.ctx, data, size);
 }
 
 static int perf_attr_for(const char *event, uint32_t freq, struct perf_event_attr *attr)
@@ -95,7 +96,11 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 		goto fail;
 	}
 	ld->skel->rodata->max_depth = opts->max_depth;
+	ld->skel->rodata->follow_all = opts->follow_all;
+	ld->skel->rodata->capture_code = !opts->no_code_records;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
+	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
 	if (err) {
 		set_why(why, why_size, "cannot load the BPF program (needs a kernel with BTF, "
@@ -135,6 +140,15 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 			set_why(why, why_size, "cannot attach to perf events", err);
 			goto fail;
 		}
+	}
+	/* fork, exec and exit: attached before any process is added, so none is missed */
+	err = pywalk_bpf__attach(ld->skel);
+	if (err) {
+		set_why(why, why_size,
+			"cannot attach to the sched_process tracepoints (needs BTF tracepoints, "
+			"Linux 5.5+)",
+			err);
+		goto fail;
 	}
 	ld->rb = ring_buffer__new(bpf_map__fd(ld->skel->maps.events), handle_event, ld, NULL);
 	if (!ld->rb) {
@@ -180,15 +194,31 @@ int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg)
 
 	if (bpf_map__update_elem(ld->skel->maps.procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
+		return errno == ENOSPC ? -E2BIG : -errno;
+	return 0;
+}
+
+int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target)
+{
+	__u32 key = (__u32)pid;
+	struct pw_proc cfg;
+
+	if (target && (bpf_map__lookup_elem(ld->skel->maps.procs, &key, sizeof(key), &cfg,
+					    sizeof(cfg), 0) ||
+		       cfg.target != target))
+		return 0; /* gone already, or another lifetime of the PID: not ours */
+	if (bpf_map__delete_elem(ld->skel->maps.procs, &key, sizeof(key), 0) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
-int loader__remove_process(struct loader *ld, pid_t pid)
+int loader__follow(struct loader *ld, pid_t pid, bool children)
 {
 	__u32 key = (__u32)pid;
+	__u8 how = children ? PW_FOLLOW_CHILDREN : PW_FOLLOW_EXEC;
 
-	if (bpf_map__delete_elem(ld->skel->maps.procs, &key, sizeof(key), 0))
+	if (bpf_map__update_elem(ld->skel->maps.family, &key, sizeof(key), &how, sizeof(how),
+				 BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -232,31 +262,41 @@ int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uin
 	}
 }
 
-static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
-			      uint64_t *runs)
+/* Sum slot k of the per-CPU counter array over CPUs. */
+static int read_slot(struct loader *ld, __u32 k, uint64_t *vals, int ncpus, uint64_t *sum)
 {
-	int ncpus = libbpf_num_possible_cpus();
+	if (bpf_map__lookup_elem(ld->skel->maps.outcomes, &k, sizeof(k), vals,
+				 ncpus * sizeof(*vals), 0))
+		return -errno;
+	*sum = 0;
+	for (int c = 0; c < ncpus; c++)
+		*sum += vals[c];
+	return 0;
+}
+
+static int read_slots(struct loader *ld, __u32 first, __u32 n, uint64_t *out)
+{
+	int ncpus = libbpf_num_possible_cpus(), err = 0;
 	uint64_t *vals;
 
 	vals = calloc(ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	*runs = 0;
-	for (__u32 k = 0; k <= PW_OUT__COUNT; k++) {
-		uint64_t sum = 0;
-
-		if (bpf_map__lookup_elem(ld->skel->maps.outcomes, &k, sizeof(k), vals,
-					 ncpus * sizeof(*vals), 0)) {
-			free(vals);
-			return -errno;
-		}
-		for (int c = 0; c < ncpus; c++)
-			sum += vals[c];
-		if (k < PW_OUT__COUNT)
-			counts[k] = sum;
-		else
-			*runs = sum;
-	}
+	for (__u32 k = 0; k < n && !err; k++)
+		err = read_slot(ld, first + k, vals, ncpus, &out[k]);
 	free(vals);
-	return 0;
+	return err;
+}
+
+static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
+			      uint64_t *runs)
+{
+	int err = read_slots(ld, 0, PW_OUT__COUNT, counts);
+
+	return err ? err : read_slots(ld, PW_COUNTER_INDEX(PW_CNT_RUNS), 1, runs);
+}
+
+int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT])
+{
+	return read_slots(ld, PW_COUNTER_INDEX(0), PW_CNT__COUNT, counters);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF side's lifetime: open/configure/load the skeleton, perf events on every CPU,
- * the ring buffer, per-process config, outcome counters, teardown. */
+/* The BPF side's lifetime: open/configure/load the skeleton, perf events on every CPU, the
+ * process-lifecycle tracepoints, the ring buffer, per-process config, counters, teardown. */
 #ifndef PW_LOADER_H
 #define PW_LOADER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -14,9 +15,12 @@ struct loader;
 struct loader_opts {
 	uint32_t frequency_hz;
 	uint32_t max_depth;
-	const char *event; /* "cpu-clock" (default), "cycles", "task-clock" */
+	const char *event;    /* "cpu-clock" (default), "cycles", "task-clock" */
+	bool follow_all;      /* every process is followed (every exec is reported) */
+	bool no_code_records; /* benchmarks of the walk alone */
+	uint32_t max_procs;   /* processes sampled at once (map size); 0: 4096 */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
-	int (*on_sample)(void *ctx, const void *data, size_t size);
+	int (*on_record)(void *ctx, const void *data, size_t size);
 	void *ctx;
 };
 
@@ -24,9 +28,14 @@ struct loader_opts {
 struct loader *loader__open(const struct loader_opts *opts, char *why, size_t why_size);
 void loader__free(struct loader *ld);
 
-/* Start sampling process `pid` with config `cfg`. 0 or a negative errno. */
+/* Start sampling process `pid` with config `cfg` (cfg->target names this lifetime).
+ * 0 or a negative errno (-E2BIG: the map is full). */
 int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg);
-int loader__remove_process(struct loader *ld, pid_t pid);
+/* Stop sampling `pid` if its config is still that of `target` (0: whatever it is). */
+int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target);
+/* Report the execs and exit of `pid`, and with `children` follow its fork children alike,
+ * whether or not it is sampled. */
+int loader__follow(struct loader *ld, pid_t pid, bool children);
 
 /* Wait up to timeout_ms for records and hand them to on_sample. Returns records handled or
  * a negative errno (-EINTR is not an error). */
@@ -40,5 +49,7 @@ void loader__stop(struct loader *ld);
 
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
+/* The other counters (enum pw_counter). */
+int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT]);
 
 #endif

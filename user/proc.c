@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* /proc parsing and process_vm_readv. Knows nothing about Python. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,6 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -69,25 +74,95 @@ void proc_maps_free(struct proc_maps *maps)
 	memset(maps, 0, sizeof(*maps));
 }
 
-int proc_open_mapped_file(pid_t pid, const struct proc_map *map)
+/* O_PATH open of `path` below `dirfd` with no symlink followed: nothing is opened for I/O yet
+ * (a FIFO or a device planted there cannot block us or react to being opened). */
+static int open_path_nofollow(int dirfd, const char *path, bool in_root)
 {
-	char path[4200];
-	int fd;
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   (in_root ? RESOLVE_IN_ROOT : 0),
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
+	return fd >= 0 ? (int)fd : -errno;
+}
+
+/* Is the file open on `fd` a regular file, and the very one the mapping maps? */
+static bool is_the_mapped_file(int fd, const struct proc_map *map)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == map->inode &&
+	       major(st.st_dev) == map->dev_major && minor(st.st_dev) == map->dev_minor;
+}
+
+int proc_open_mapped_path(pid_t pid, const struct proc_map *map)
+{
+	char path[96];
+	int fd, err, root;
+
+	/* the kernel's own link to the mapped file (needs CAP_SYS_ADMIN or
+	 * CAP_CHECKPOINT_RESTORE): it cannot be anything else */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, map->start,
 		 map->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (!map->path)
-		return -ENOENT;
-	/* a container's paths are relative to its root; a plain chroot's are shown as
-	 * host paths (the kernel prints them relative to the reader's root) */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, map->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(map->path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd >= 0) {
+		/* a mapped device (a GPU, say) is never opened for I/O: only regular files */
+		if (is_the_mapped_file(fd, map))
+			return fd;
+		close(fd);
+		return -ESTALE;
+	}
+	err = -errno;
+	if (!map->path || map->path[0] != '/')
+		return err;
+	/* Without it, the path the maps line shows, which a target can redirect (rename a
+	 * directory, plant a symlink or a FIFO): resolved in the target's root, then in ours
+	 * (a chroot in our mount namespace shows our paths), with no symlink followed, and
+	 * accepted only as a regular file with the mapping's device and inode. */
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < 2 && fd < 0; i++) {
+		int pfd;
+
+		if (i == 0 && root < 0)
+			continue;
+		pfd = i == 0 ? open_path_nofollow(root, map->path, true) :
+			       open_path_nofollow(AT_FDCWD, map->path, false);
+		if (pfd < 0) {
+			err = pfd;
+		} else if (is_the_mapped_file(pfd, map)) {
+			fd = pfd;
+		} else {
+			err = -ESTALE;
+			close(pfd);
+		}
+	}
+	if (root >= 0)
+		close(root);
+	return fd >= 0 ? fd : err;
+}
+
+int proc_reopen_for_reading(int path_fd)
+{
+	char self[64];
+	int fd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	return fd >= 0 ? fd : -errno;
+}
+
+int proc_open_mapped_file(pid_t pid, const struct proc_map *map)
+{
+	int pfd = proc_open_mapped_path(pid, map), fd;
+
+	if (pfd < 0)
+		return pfd;
+	fd = proc_reopen_for_reading(pfd);
+	close(pfd);
+	return fd;
 }
 
 int proc_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -104,26 +179,58 @@ int proc_read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+/* The fields of /proc/PID/stat after the comm: the comm may hold any byte, ')' and
+ * newlines included, so they start after the last ')' of the whole file. */
+static int read_stat_fields(pid_t pid, char *buf, size_t size, char **fields)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	buf[n] = 0;
+	*fields = strrchr(buf, ')');
+	if (!*fields || (*fields)[1] != ' ')
+		return -EINVAL;
+	*fields += 2;
+	return 0;
+}
+
 bool proc_is_alive(pid_t pid)
 {
-	char path[64], buf[512];
-	FILE *f;
-	bool alive = false;
+	char buf[1024], *f;
+
+	if (pid <= 0 || read_stat_fields(pid, buf, sizeof(buf), &f))
+		return false;
+	return f[0] != 'Z' && f[0] != 'X';
+}
+
+int proc_read_start_time(pid_t pid, uint64_t *ticks)
+{
+	char buf[1024], *f, *end;
+	int err;
 
 	if (pid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fgets(buf, sizeof(buf), f)) {
-		/* state follows the last ')' (comm may contain parentheses) */
-		char *p = strrchr(buf, ')');
-
-		alive = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+		return -ESRCH;
+	err = read_stat_fields(pid, buf, sizeof(buf), &f);
+	if (err)
+		return err;
+	/* starttime is field 22; f starts at field 3 (state) */
+	for (int i = 3; i < 22; i++) {
+		f = strchr(f, ' ');
+		if (!f)
+			return -EINVAL;
+		f++;
 	}
-	fclose(f);
-	return alive;
+	*ticks = strtoull(f, &end, 10);
+	return end == f ? -EINVAL : 0;
 }
 
 bool proc_is_tgid(pid_t pid)
@@ -167,4 +274,83 @@ int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size)
 	buf[n] = 0;
 	buf[strcspn(buf, "\n")] = 0;
 	return 0;
+}
+
+pid_t proc_read_nspid(pid_t pid)
+{
+	char path[64], buf[256];
+	pid_t nspid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return pid;
+	while (fgets(buf, sizeof(buf), f)) {
+		char *p, *last = NULL;
+
+		if (strncmp(buf, "NSpid:", 6))
+			continue;
+		/* host pid first, then one per nested namespace: the innermost is last */
+		for (p = strtok(buf + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
+			last = p;
+		if (last)
+			nspid = (pid_t)atoi(last);
+		break;
+	}
+	fclose(f);
+	return nspid > 0 ? nspid : pid;
+}
+
+int proc_ns_ino(pid_t pid, const char *ns, uint64_t *ino)
+{
+	char path[64];
+	struct stat st;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	if (stat(path, &st))
+		return -errno;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/* A run of 64 hex digits: how docker, containerd, CRI-O and podman name a container in
+ * the cgroup path (".../docker-<id>.scope", ".../cri-containerd-<id>.scope", "/docker/<id>",
+ * ".../libpod-<id>.scope"). */
+static bool find_container_id(const char *s, char *out, size_t size)
+{
+	for (const char *p = s; *p; p++) {
+		size_t n = 0;
+
+		while (isxdigit((unsigned char)p[n]) && !isupper((unsigned char)p[n]))
+			n++;
+		if (n == 64 && size > 64) {
+			memcpy(out, p, 64);
+			out[64] = 0;
+			return true;
+		}
+		p += n ? n - 1 : 0;
+	}
+	return false;
+}
+
+int proc_read_container_id(pid_t pid, char *buf, size_t size)
+{
+	char path[64], line[1024];
+	FILE *f;
+	int err = -ENOENT;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f))
+		if (find_container_id(line, buf, size))
+			err = 0;
+	fclose(f);
+	return err;
 }

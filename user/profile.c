@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "htab.h"
@@ -11,22 +12,37 @@
 #include "profile.h"
 #include "util.h"
 
+/* Frames cached before the cache starts over (it only saves line-table lookups). */
+#define FCACHE_MAX (1u << 20)
+
 struct thread_name {
-	uint32_t pid, tid;
+	uint32_t proc, tid;
 	char comm[32];
 };
 
-/* (symbol, instruction) -> agg frame id, so each line table is decoded once per offset */
+/* (symbol handle, instruction) -> agg frame id, so each line is looked up once */
 struct frame_cache_entry {
-	uint32_t sym, instr, frame_id;
+	int64_t sym;
+	uint32_t instr, frame_id;
+};
+
+/* A tracked process: what outputs show, and what the symbolizer needs while it lives. */
+struct proc {
+	struct profile_process shown;
+	bool sampled; /* has a counted sample */
+	uint64_t code_type;
+	struct py_objlayout lay;
 };
 
 struct profile {
 	struct profile_opts opts;
 	struct symtab *symtab;
 	struct agg *agg;
-	struct target *targets;
-	size_t ntargets, targets_cap;
+
+	struct proc *procs;
+	size_t nprocs, procs_cap;
+	struct htab proc_index; /* by target id */
+	size_t nsampled;	/* processes with samples */
 
 	struct thread_name *threads;
 	size_t nthreads, threads_cap;
@@ -48,7 +64,7 @@ struct profile *profile__new(const struct profile_opts *opts)
 	if (!p)
 		return NULL;
 	p->opts = *opts;
-	p->symtab = symtab__new();
+	p->symtab = symtab__new(opts->symtab_bytes);
 	p->agg = agg__new();
 	if (!p->symtab || !p->agg) {
 		profile__free(p);
@@ -63,7 +79,8 @@ void profile__free(struct profile *p)
 		return;
 	symtab__free(p->symtab);
 	agg__free(p->agg);
-	free(p->targets);
+	free(p->procs);
+	htab_free(&p->proc_index);
 	free(p->threads);
 	htab_free(&p->thread_index);
 	free(p->fcache);
@@ -71,33 +88,67 @@ void profile__free(struct profile *p)
 	free(p);
 }
 
+static bool proc_eq(uint32_t id, const void *key, void *ctx)
+{
+	const struct profile *p = ctx;
+
+	return p->procs[id].shown.target == *(const uint32_t *)key;
+}
+
+/* Index of the process with target id `target`, or -1. */
+static int64_t proc_index(const struct profile *p, uint32_t target)
+{
+	uint32_t id;
+
+	if (!htab_find(&p->proc_index, hash_mix64(target), proc_eq, &target, (void *)p, &id))
+		return -1;
+	return id;
+}
+
 int profile__add_target(struct profile *p, const struct target *t)
 {
-	int err = grow_array((void **)&p->targets, &p->targets_cap, p->ntargets + 1,
-			     sizeof(*p->targets));
+	struct proc *pr;
+	int err;
 
+	if (proc_index(p, t->id) >= 0)
+		return 0;
+	err = grow_array((void **)&p->procs, &p->procs_cap, p->nprocs + 1, sizeof(*p->procs));
+	if (!err)
+		err = htab_insert(&p->proc_index, hash_mix64(t->id), (uint32_t)p->nprocs);
 	if (err)
 		return err;
-	p->targets[p->ntargets++] = *t;
+	pr = &p->procs[p->nprocs++];
+	memset(pr, 0, sizeof(*pr));
+	pr->shown.target = t->id;
+	pr->shown.pid = t->pid;
+	pr->shown.nspid = t->nspid ? t->nspid : t->pid;
+	snprintf(pr->shown.comm, sizeof(pr->shown.comm), "%s", t->comm[0] ? t->comm : "?");
+	snprintf(pr->shown.container, sizeof(pr->shown.container), "%s", t->container);
+	snprintf(pr->shown.python, sizeof(pr->shown.python), "%u.%u.%u", t->ver.major,
+		 t->ver.minor, t->ver.micro);
+	pr->code_type = t->code_type;
+	pr->lay = t->ver.obj;
 	return 0;
 }
 
-static struct target *find_target(struct profile *p, uint32_t pid)
+void profile__target_gone(struct profile *p, uint32_t id)
 {
-	/* a handful of targets in record mode; system-wide mode will index this */
-	for (size_t i = 0; i < p->ntargets; i++)
-		if ((uint32_t)p->targets[i].pid == pid)
-			return &p->targets[i];
-	return NULL;
+	int64_t i = proc_index(p, id);
+
+	if (i < 0 || p->procs[i].shown.gone)
+		return;
+	p->procs[i].shown.gone = true;
+	symtab__forget_target(p->symtab, id);
 }
 
-void profile__target_gone(struct profile *p, pid_t pid)
+static struct symtab_target symtab_target_of(const struct proc *pr)
 {
-	symtab__forget_pid(p->symtab, pid);
+	return (struct symtab_target){ .id = pr->shown.target, .pid = pr->shown.pid,
+				       .code_type = pr->code_type, .lay = &pr->lay };
 }
 
 struct thread_key {
-	uint32_t pid, tid;
+	uint32_t proc, tid;
 };
 
 static bool thread_eq(uint32_t id, const void *key, void *ctx)
@@ -105,13 +156,13 @@ static bool thread_eq(uint32_t id, const void *key, void *ctx)
 	const struct profile *p = ctx;
 	const struct thread_key *k = key;
 
-	return p->threads[id].pid == k->pid && p->threads[id].tid == k->tid;
+	return p->threads[id].proc == k->proc && p->threads[id].tid == k->tid;
 }
 
-static int note_thread(struct profile *p, uint32_t pid, uint32_t tid)
+static int note_thread(struct profile *p, uint32_t proc, uint32_t tid)
 {
-	struct thread_key k = { pid, tid };
-	uint64_t hash = hash_mix64((uint64_t)pid << 32 | tid);
+	struct thread_key k = { proc, tid };
+	uint64_t hash = hash_mix64((uint64_t)proc << 32 | tid);
 	struct thread_name *t;
 	uint32_t id;
 	int err;
@@ -125,15 +176,16 @@ static int note_thread(struct profile *p, uint32_t pid, uint32_t tid)
 	if (err)
 		return err;
 	t = &p->threads[p->nthreads++];
-	t->pid = pid;
+	t->proc = proc;
 	t->tid = tid;
-	if (proc_read_comm(pid, tid, t->comm, sizeof(t->comm)) || !t->comm[0])
+	if (proc_read_comm(p->procs[proc].shown.pid, tid, t->comm, sizeof(t->comm)) || !t->comm[0])
 		strcpy(t->comm, "?");
 	return 0;
 }
 
 struct fcache_key {
-	uint32_t sym, instr;
+	int64_t sym;
+	uint32_t instr;
 };
 
 static bool fcache_eq(uint32_t id, const void *key, void *ctx)
@@ -145,19 +197,25 @@ static bool fcache_eq(uint32_t id, const void *key, void *ctx)
 }
 
 /* agg frame id for (sym, instr), or a negative errno */
-static int64_t frame_id(struct profile *p, uint32_t sym, uint32_t instr)
+static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 {
 	struct fcache_key k = { sym, instr };
-	uint64_t hash = hash_mix64((uint64_t)sym << 32 | instr);
+	uint64_t hash = hash_mix64((uint64_t)sym * 0x9e3779b97f4a7c15ull ^ instr);
 	uint32_t id;
 	int64_t fid;
 	int err;
 
 	if (htab_find(&p->fcache_index, hash, fcache_eq, &k, p, &id))
 		return p->fcache[id].frame_id;
-	fid = agg__frame_id(p->agg, symtab__func(p->symtab, sym), symtab__line(p->symtab, sym, instr));
+	fid = agg__frame_id(p->agg, symtab__func(p->symtab, sym),
+			    symtab__line(p->symtab, sym, instr));
 	if (fid < 0)
 		return fid;
+	if (p->nfcache >= FCACHE_MAX) {
+		/* a cache, not the profile: starting over costs only lookups */
+		p->nfcache = 0;
+		htab_free(&p->fcache_index);
+	}
 	err = grow_array((void **)&p->fcache, &p->fcache_cap, p->nfcache + 1, sizeof(*p->fcache));
 	if (!err)
 		err = htab_insert(&p->fcache_index, hash, (uint32_t)p->nfcache);
@@ -167,29 +225,29 @@ static int64_t frame_id(struct profile *p, uint32_t sym, uint32_t instr)
 	return fid;
 }
 
-int profile__add_record(struct profile *p, const void *data, size_t size)
+static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
 {
-	const struct pw_sample_hdr *h = data;
 	const struct pw_frame *frames;
-	struct target *t;
+	struct symtab_target st;
+	int64_t proc;
 	uint32_t n = 0;
 	int err;
 
-	if (size < sizeof(*h) || h->nframes > PW_MAX_FRAMES_CAP ||
+	if (h->nframes > PW_MAX_FRAMES_CAP ||
 	    size < sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame)) {
 		p->drops.malformed++;
 		return 0;
 	}
-	t = find_target(p, h->pid);
-	if (!t) {
+	proc = proc_index(p, h->target);
+	if (proc < 0 || p->procs[proc].shown.pid != (pid_t)h->pid) {
 		p->drops.unknown_pid++;
 		return 0;
 	}
+	st = symtab_target_of(&p->procs[proc]);
 	frames = (const struct pw_frame *)(h + 1);
 	/* the record is leaf first; stacks are interned root first */
 	for (uint32_t i = h->nframes; i-- > 0;) {
-		int64_t sym = symtab__resolve(p->symtab, h->pid, t->code_type, &t->ver.obj,
-					      frames[i].code, frames[i].tag);
+		int64_t sym = symtab__resolve(p->symtab, &st, frames[i].code, frames[i].tag);
 		int64_t fid;
 
 		if (sym == -ENOMEM)
@@ -203,19 +261,56 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 				p->drops.unsymbolized++;
 			return 0;
 		}
-		if (symtab__is_shim(p->symtab, (uint32_t)sym))
+		if (symtab__is_shim(p->symtab, sym))
 			continue;
-		fid = frame_id(p, (uint32_t)sym, frames[i].instr);
+		fid = frame_id(p, sym, frames[i].instr);
 		if (fid < 0)
 			return (int)fid;
 		p->ids[n++] = (uint32_t)fid;
 	}
 	/* always keyed by thread: writers that group by thread need it, and the folded
 	 * writer merges stacks that print alike when thread roots are off */
-	err = note_thread(p, h->pid, h->tid);
+	err = note_thread(p, (uint32_t)proc, h->tid);
 	if (err)
 		return err;
-	return agg__add(p->agg, h->pid, h->tid, p->ids, n, 1);
+	if (!p->procs[proc].sampled) {
+		/* the second process with samples: outputs tell processes apart from now on */
+		p->procs[proc].sampled = true;
+		p->nsampled++;
+		if (p->nsampled > 1)
+			p->opts.by_process = true;
+	}
+	return agg__add(p->agg, (uint32_t)proc, h->pid, h->tid, p->ids, n, 1);
+}
+
+static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
+{
+	int64_t proc = proc_index(p, h->target);
+	struct symtab_target st;
+	int err;
+
+	if (proc < 0 || p->procs[proc].shown.gone)
+		return 0; /* a sample that needs it is counted when it comes */
+	st = symtab_target_of(&p->procs[proc]);
+	err = symtab__add_record(p->symtab, &st, h, size);
+	return err == -ENOMEM ? err : 0;
+}
+
+int profile__add_record(struct profile *p, const void *data, size_t size)
+{
+	__u32 kind;
+
+	if (size < sizeof(kind)) {
+		p->drops.malformed++;
+		return 0;
+	}
+	memcpy(&kind, data, sizeof(kind));
+	if (kind == PW_REC_SAMPLE && size >= sizeof(struct pw_sample_hdr))
+		return add_sample(p, data, size);
+	if (kind == PW_REC_CODE && size >= sizeof(struct pw_code_hdr))
+		return add_code(p, data, size);
+	p->drops.malformed++;
+	return 0;
 }
 
 static uint64_t wall_ns(void)
@@ -288,21 +383,51 @@ uint64_t profile__dropped(const struct profile *p)
 	return p->drops.malformed + p->drops.unknown_pid + p->drops.unsymbolized + p->drops.stale;
 }
 
+const struct profile_process *profile__process(const struct profile *p, uint32_t proc)
+{
+	return proc < p->nprocs ? &p->procs[proc].shown : NULL;
+}
+
+size_t profile__nprocesses(const struct profile *p)
+{
+	return p->nprocs;
+}
+
+/* The latest lifetime of PID `pid`, or -1. */
+static int64_t latest_proc(const struct profile *p, uint32_t pid)
+{
+	for (size_t i = p->nprocs; i-- > 0;)
+		if ((uint32_t)p->procs[i].shown.pid == pid)
+			return (int64_t)i;
+	return -1;
+}
+
 const char *profile__process_name(const struct profile *p, uint32_t pid)
 {
-	for (size_t i = 0; i < p->ntargets; i++)
-		if ((uint32_t)p->targets[i].pid == pid)
-			return p->targets[i].comm[0] ? p->targets[i].comm : "?";
+	int64_t i = latest_proc(p, pid);
+
+	return i >= 0 ? p->procs[i].shown.comm : "?";
+}
+
+const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
+{
+	struct thread_key k = { proc, tid };
+	uint32_t id;
+
+	if (htab_find(&p->thread_index, hash_mix64((uint64_t)proc << 32 | tid), thread_eq, &k,
+		      (void *)p, &id))
+		return p->threads[id].comm;
 	return "?";
 }
 
 const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
 {
-	struct thread_key k = { pid, tid };
-	uint32_t id;
+	int64_t i = latest_proc(p, pid);
 
-	if (htab_find(&p->thread_index, hash_mix64((uint64_t)pid << 32 | tid), thread_eq, &k,
-		      (void *)p, &id))
-		return p->threads[id].comm;
-	return "?";
+	return i >= 0 ? profile__proc_thread_name(p, (uint32_t)i, tid) : "?";
+}
+
+const struct symtab_stats *profile__symtab_stats(const struct profile *p)
+{
+	return symtab__stats(p->symtab);
 }

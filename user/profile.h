@@ -12,16 +12,29 @@
 #include "symtab.h"
 #include "target.h"
 
-/* Presentation choices; samples are always kept per (pid, tid). */
+/* Presentation choices; samples are always kept per (process lifetime, tid). */
 struct profile_opts {
-	bool by_thread;	 /* writers add a root frame per thread */
-	bool by_process; /* writers add a root frame per process */
+	bool by_thread;	     /* writers add a root frame per thread */
+	bool by_process;     /* writers add a root frame per process (turned on when a
+			      * second process has samples) */
+	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */
+};
+
+/* A process as outputs name it: one lifetime of one PID (a reused PID is another one). */
+struct profile_process {
+	uint32_t target; /* its target id */
+	pid_t pid;	 /* host PID */
+	pid_t nspid;	 /* PID in its own namespace (== pid when not in one) */
+	bool gone;	 /* exited or exec'd: its symbols are freed */
+	char comm[32];
+	char container[65];
+	char python[16]; /* "3.12.1" */
 };
 
 /* Samples that reached userspace but were not counted, by reason. */
 struct profile_drops {
 	uint64_t malformed;	/* record shorter than it claims */
-	uint64_t unknown_pid;	/* process no longer tracked */
+	uint64_t unknown_pid;	/* of a process (target id) never tracked */
 	uint64_t unsymbolized;	/* a code object could not be read (process exited) */
 	uint64_t stale;		/* a code object was freed and its address reused before
 				 * it could be read */
@@ -39,13 +52,13 @@ struct profile;
 struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);
 
-/* Track a target; records of untracked PIDs are dropped. 0 or -ENOMEM. */
+/* Track a target (t->id set); records of other target ids are dropped. 0 or -ENOMEM. */
 int profile__add_target(struct profile *p, const struct target *t);
-/* A process exited: forget its cached symbols so reused addresses are re-read. */
-void profile__target_gone(struct profile *p, pid_t pid);
+/* Target `id` ended (exit or exec): its symbols are freed; its samples stay counted. */
+void profile__target_gone(struct profile *p, uint32_t id);
 
-/* Add one ring-buffer record. Always returns 0 (problems are counted in drops) unless
- * memory runs out (-ENOMEM). */
+/* Add one ring-buffer record (a sample or a code record). Always returns 0 (problems are
+ * counted in drops) unless memory runs out (-ENOMEM). */
 int profile__add_record(struct profile *p, const void *data, size_t size);
 
 /* Sampling starts now at `frequency_hz`: stamps the wall-clock start, clears the end. */
@@ -67,8 +80,15 @@ const struct profile_opts *profile__opts(const struct profile *p);
 const struct profile_drops *profile__drops(const struct profile *p);
 /* Shipped records not counted, all reasons together. */
 uint64_t profile__dropped(const struct profile *p);
+/* The process of agg stacks' `proc` field (NULL if out of range). */
+const struct profile_process *profile__process(const struct profile *p, uint32_t proc);
+size_t profile__nprocesses(const struct profile *p);
 /* "comm" of a process or thread as seen when it was first sampled ("?" if unknown). */
 const char *profile__process_name(const struct profile *p, uint32_t pid);
 const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid);
+/* Thread `tid` of process `proc` (an agg stack's proc). */
+const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid);
+/* The symbolizer's figures (cache bytes, evictions, where entries came from). */
+const struct symtab_stats *profile__symtab_stats(const struct profile *p);
 
 #endif

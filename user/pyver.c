@@ -98,6 +98,23 @@ static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objl
 		obj->co_read_size = o->code_tag + o->code_tag_size;
 }
 
+/* What the sampler's code capture reads, from the symbolizer's layout (one source). */
+static void set_objoff(struct py_version *v)
+{
+	const struct py_objlayout *l = &v->obj;
+
+	v->cfg.obj = (struct pw_objoff){ .co_head_size = l->co_read_size,
+					 .co_qualname = l->co_qualname,
+					 .co_filename = l->co_filename,
+					 .co_linetable = l->co_linetable,
+					 .str_length = l->str_length,
+					 .str_state = l->str_state,
+					 .str_ascii_data = l->str_ascii_data,
+					 .str_compact_data = l->str_compact_data,
+					 .bytes_size = l->bytes_size,
+					 .bytes_data = l->bytes_data };
+}
+
 static void set_unicode_312(struct py_objlayout *obj)
 {
 	obj->str_length = 16;
@@ -193,6 +210,7 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	}
 	set_code_tag(minor, cfg, obj);
 	set_read_sizes(cfg);
+	set_objoff(out);
 	return 0;
 }
 
@@ -263,6 +281,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->minor = minor;
 	out->micro = (version >> 8) & 0xff;
 	if (dbg_u64(dbg, 16)) {
+		out->free_threaded = true;
 		snprintf(why, why_size,
 			 "Python %u.%u.%u is a free-threaded build, which pywalk does not support yet",
 			 out->major, minor, out->micro);
@@ -334,6 +353,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
 	set_code_tag(minor, &out->cfg, obj);
 	set_read_sizes(&out->cfg);
+	set_objoff(out);
 	if (!offsets_aligned(o)) {
 		snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt (misaligned)",
 			 out->major, minor, out->micro);

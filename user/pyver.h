@@ -4,11 +4,13 @@
 #ifndef PW_PYVER_H
 #define PW_PYVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "abi.h"
+#include "tag.h"
 #include "elfinfo.h"
 #include "linetable.h"
 
@@ -27,6 +29,7 @@ struct py_objlayout {
 struct py_version {
 	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	unsigned int major, minor, micro;
+	bool free_threaded; /* set (with -ENOTSUP) for a free-threaded build */
 	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
 	struct py_objlayout obj;
 };

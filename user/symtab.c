@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Symbolization of code objects, cached per (pid, code address). Strings are decoded from
- * CPython's compact str layout (1, 2 or 4 bytes per character) to UTF-8. */
+/* Symbolization of code objects, cached per (target, code address, tag) within a byte
+ * budget (least recently used entries go first; a target that ends frees its entries).
+ * Entries come from the sampler's code records, else from reading the target's memory.
+ * Strings are decoded from CPython's compact str layout (1, 2 or 4 bytes per character) to
+ * UTF-8; function names and files are interned for the whole profile. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,45 +12,55 @@
 #include "linetable.h"
 #include "proc.h"
 #include "symtab.h"
+#include "tag.h"
 #include "util.h"
+
+#define NONE UINT32_MAX
 
 struct func {
 	char *name, *file;
 	int firstline;
 };
 
-struct sym {
+/* One code object of one target as it was sampled (its address and tag). */
+struct code {
+	uint64_t addr;
+	uint32_t target, tag;
+	uint32_t gen;  /* bumped when the slot is freed: stale handles stop matching */
 	uint32_t func;
 	int firstlineno;
 	uint8_t *linetable;
 	uint32_t linetable_len;
-	enum linetable_format lt_format;
-	bool is_shim;
-};
-
-struct code_entry {
-	uint64_t code;
-	pid_t pid; /* 0 once forgotten */
-	uint32_t tag;
-	uint32_t sym;
+	uint8_t lt_format;
+	bool is_shim, live;
+	uint32_t lru_prev, lru_next; /* most recently used first; lru_next links free slots */
 };
 
 struct symtab {
 	struct func *funcs;
 	size_t nfuncs, funcs_cap;
 	struct htab func_index;
+	size_t func_bytes;
 
-	struct sym *syms;
-	size_t nsyms, syms_cap;
-
-	struct code_entry *codes;
+	struct code *codes;
 	size_t ncodes, codes_cap;
 	struct htab code_index;
+	uint32_t lru_head, lru_tail, free_head;
+	size_t code_bytes; /* live entries and their line tables */
+	size_t nlive;
+	size_t budget;
+	struct symtab_stats stats;
 };
 
-struct symtab *symtab__new(void)
+struct symtab *symtab__new(size_t budget_bytes)
 {
-	return calloc(1, sizeof(struct symtab));
+	struct symtab *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->budget = budget_bytes ? budget_bytes : SYMTAB_DEFAULT_BUDGET;
+	st->lru_head = st->lru_tail = st->free_head = NONE;
+	return st;
 }
 
 void symtab__free(struct symtab *st)
@@ -58,10 +71,9 @@ void symtab__free(struct symtab *st)
 		free(st->funcs[i].name);
 		free(st->funcs[i].file);
 	}
-	for (size_t i = 0; i < st->nsyms; i++)
-		free(st->syms[i].linetable);
+	for (size_t i = 0; i < st->ncodes; i++)
+		free(st->codes[i].linetable);
 	free(st->funcs);
-	free(st->syms);
 	free(st->codes);
 	htab_free(&st->func_index);
 	htab_free(&st->code_index);
@@ -125,44 +137,61 @@ char *symtab_decode_str(const uint8_t *data, size_t len, unsigned int kind, bool
 	return out;
 }
 
-/* Read a str object. Only compact strings (every str a code object holds) are accepted. */
-static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
+
+/* Decode the str image `img` (len bytes of a str object from its start). When the image
+ * holds fewer characters than the string has and `pid` is given, the rest is read from
+ * the target at `addr`; failing that the name is cut and marked. NULL when it is not a
+ * compact str. Only compact strings (every str a code object holds) are accepted. */
+static char *str_from_image(const struct py_objlayout *lay, const uint8_t *img, size_t len,
+			    pid_t pid, uint64_t addr)
 {
-	uint8_t hdr[64];
-	uint64_t len;
+	uint64_t length, want, have;
 	uint32_t state;
 	unsigned int kind;
-	bool truncated = false;
+	size_t data_off;
 	uint8_t *data;
 	char *s;
 
-	if (!addr || lay->str_state + 4u > sizeof(hdr) || lay->str_length + 8u > sizeof(hdr))
+	if (lay->str_state + 4u > len || lay->str_length + 8u > len)
 		return NULL;
-	if (proc_read_mem(pid, addr, hdr, lay->str_state + 4))
-		return NULL;
-	memcpy(&len, hdr + lay->str_length, 8);
-	memcpy(&state, hdr + lay->str_state, 4);
+	memcpy(&length, img + lay->str_length, 8);
+	memcpy(&state, img + lay->str_state, 4);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL; /* not compact, or garbage */
-	if (len > SYMTAB_MAX_STR) {
-		len = SYMTAB_MAX_STR;
-		truncated = true;
-	}
-	data = malloc(len * kind + 1);
+	data_off = ((state >> 6) & 1) ? lay->str_ascii_data : lay->str_compact_data;
+	want = length > SYMTAB_MAX_STR ? SYMTAB_MAX_STR : length;
+	have = len > data_off ? (len - data_off) / kind : 0;
+	if (have >= want)
+		return symtab_decode_str(img + data_off, want, kind, length > want);
+	data = malloc(want * kind + 1);
 	if (!data)
 		return NULL;
-	if (proc_read_mem(pid,
-			  addr + (((state >> 6) & 1) ? lay->str_ascii_data : lay->str_compact_data),
-			  data, len * kind)) {
-		free(data);
-		return NULL;
-	}
-	s = symtab_decode_str(data, len, kind, truncated);
+	if (pid > 0 && addr && !proc_read_mem(pid, addr + data_off, data, want * kind))
+		s = symtab_decode_str(data, want, kind, length > want);
+	else if (have)
+		s = symtab_decode_str(img + data_off, have, kind, true); /* all that is left */
+	else
+		s = NULL;
 	free(data);
 	return s;
 }
 
+/* Read a str object from the target. */
+static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
+{
+	uint8_t img[64];
+	size_t len = lay->str_state + 4u > lay->str_length + 8u ? lay->str_state + 4u :
+								   lay->str_length + 8u;
+
+	/* the header only: str_from_image reads the characters */
+	if (!addr || len > sizeof(img) || proc_read_mem(pid, addr, img, len))
+		return NULL;
+	return str_from_image(lay, img, len, pid, addr);
+}
+
+/* Read the data of the bytes object at `addr`, at most SYMTAB_MAX_LINETABLE of it (a longer
+ * table is cut: later instructions get line 0). */
 static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, uint8_t **out,
 		      uint32_t *out_len)
 {
@@ -173,8 +202,10 @@ static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, 
 	err = proc_read_mem(pid, addr + lay->bytes_size, &size, sizeof(size));
 	if (err)
 		return err;
-	if (size < 0 || size > SYMTAB_MAX_LINETABLE)
+	if (size < 0)
 		return -EINVAL;
+	if (size > SYMTAB_MAX_LINETABLE)
+		size = SYMTAB_MAX_LINETABLE;
 	buf = malloc(size ? size : 1);
 	if (!buf)
 		return -ENOMEM;
@@ -221,6 +252,7 @@ static int64_t intern_func(struct symtab *st, char *name, char *file, int firstl
 		free(file);
 		return err;
 	}
+	st->func_bytes += strlen(name) + strlen(file) + 2 + sizeof(struct func);
 	st->funcs[st->nfuncs] = (struct func){ .name = name, .file = file, .firstline = firstline };
 	return (int64_t)st->nfuncs++;
 }
@@ -233,71 +265,229 @@ static uint64_t load_ptr(const uint8_t *buf, uint16_t off)
 	return v;
 }
 
-/* Read a code object and add it as a new symbol. Returns its id or a negative errno. */
-static int64_t read_code(struct symtab *st, pid_t pid, uint64_t code_type,
-			 const struct py_objlayout *lay, uint64_t code, uint32_t tag)
+/* Images of a code object's parts, from a code record; a NULL part is read from the target. */
+struct code_parts {
+	const uint8_t *head, *name, *file, *linetable;
+	size_t head_len, name_len, file_len, linetable_len;
+	bool linetable_cut;
+};
+
+/* The tag of the code object whose header image is `head`, as the sampler folds it; the name
+ * part (3.10/3.11) from `name_img` when given, else read from the target. */
+static int tag_of(const struct symtab_target *t, const uint8_t *head, const uint8_t *name_img,
+		  size_t name_len, uint32_t *tag)
 {
-	uint8_t hdr[512];
+	const struct py_objlayout *lay = t->lay;
+	__u64 words[PW_CODE_TAG_WORDS] = { 0 }, name[PW_NAME_TAG_SIZE / 8] = { 0 };
+
+	if (lay->tag_off + lay->tag_size > lay->co_read_size || lay->tag_size > sizeof(words))
+		return -EINVAL;
+	memcpy(words, head + lay->tag_off, lay->tag_size);
+	if (lay->tag_name_word >= PW_CODE_TAG_WORDS) {
+		*tag = pw_code_tag(words, lay->tag_mask, NULL);
+		return 0;
+	}
+	if (name_img) {
+		/* bytes past the image are past the string: the fold masks them */
+		if (name_len > PW_NAME_TAG_START)
+			memcpy(name, name_img + PW_NAME_TAG_START,
+			       name_len - PW_NAME_TAG_START < sizeof(name) ?
+				       name_len - PW_NAME_TAG_START :
+				       sizeof(name));
+	} else {
+		int err = proc_read_mem(t->pid, words[lay->tag_name_word] + PW_NAME_TAG_START,
+					name, sizeof(name));
+
+		if (err)
+			return err;
+	}
+	*tag = pw_code_tag(words, lay->tag_mask, name);
+	return 0;
+}
+
+static void lru_unlink(struct symtab *st, uint32_t i)
+{
+	struct code *c = &st->codes[i];
+
+	if (c->lru_prev != NONE)
+		st->codes[c->lru_prev].lru_next = c->lru_next;
+	else
+		st->lru_head = c->lru_next;
+	if (c->lru_next != NONE)
+		st->codes[c->lru_next].lru_prev = c->lru_prev;
+	else
+		st->lru_tail = c->lru_prev;
+}
+
+static void lru_push_front(struct symtab *st, uint32_t i)
+{
+	struct code *c = &st->codes[i];
+
+	c->lru_prev = NONE;
+	c->lru_next = st->lru_head;
+	if (st->lru_head != NONE)
+		st->codes[st->lru_head].lru_prev = i;
+	st->lru_head = i;
+	if (st->lru_tail == NONE)
+		st->lru_tail = i;
+}
+
+static uint64_t code_hash(uint32_t target, uint64_t addr, uint32_t tag)
+{
+	return hash_mix64(addr ^ ((uint64_t)target << 40) ^ ((uint64_t)tag << 8) ^ target);
+}
+
+static size_t entry_bytes(const struct code *c)
+{
+	return sizeof(*c) + c->linetable_len;
+}
+
+/* Free slot i: out of the index, the LRU list and the byte count; onto the free list. */
+static void release(struct symtab *st, uint32_t i)
+{
+	struct code *c = &st->codes[i];
+
+	htab_remove(&st->code_index, code_hash(c->target, c->addr, c->tag), i);
+	lru_unlink(st, i);
+	st->code_bytes -= entry_bytes(c);
+	free(c->linetable);
+	c->linetable = NULL;
+	c->linetable_len = 0;
+	c->live = false;
+	c->gen++;
+	st->nlive--;
+	c->lru_next = st->free_head;
+	st->free_head = i;
+}
+
+static void enforce_budget(struct symtab *st, uint32_t keep)
+{
+	while (st->code_bytes + htab_bytes(&st->code_index) > st->budget &&
+	       st->lru_tail != NONE && st->lru_tail != keep) {
+		release(st, st->lru_tail);
+		st->stats.evictions++;
+	}
+}
+
+static int64_t handle_of(const struct symtab *st, uint32_t i)
+{
+	return (int64_t)((uint64_t)(st->codes[i].gen & 0x7fffffff) << 32 | i);
+}
+
+/* The live entry behind a handle, or NULL (evicted since, or never valid). */
+static const struct code *entry_of(const struct symtab *st, int64_t handle)
+{
+	uint32_t i = (uint32_t)handle;
+	const struct code *c;
+
+	if (handle < 0 || i >= st->ncodes)
+		return NULL;
+	c = &st->codes[i];
+	return c->live && (c->gen & 0x7fffffff) == (uint32_t)(handle >> 32) ? c : NULL;
+}
+
+/* Build and insert the entry for (t, addr, tag) from `parts`. Returns its handle or a
+ * negative errno: -EFAULT/-ESRCH unreadable, -EINVAL not a code object, -ESTALE another
+ * object now at that address. */
+static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t addr,
+		     uint32_t tag, const struct code_parts *parts)
+{
+	const struct py_objlayout *lay = t->lay;
+	uint8_t head_buf[512];
+	const uint8_t *head = parts->head;
 	char *name = NULL, *file = NULL;
 	uint8_t *linetable = NULL;
-	uint32_t linetable_len = 0;
+	uint32_t linetable_len = 0, i, mine;
 	int32_t firstlineno;
 	int64_t func;
+	struct code *c;
+	bool is_shim;
 	int err;
 
-	if (lay->co_read_size > sizeof(hdr))
+	if (lay->co_read_size > sizeof(head_buf))
 		return -EINVAL;
-	err = proc_read_mem(pid, code, hdr, lay->co_read_size);
-	if (err)
-		return err;
-	if (code_type && load_ptr(hdr, 8) != code_type)
+	if (!head || parts->head_len < lay->co_read_size) {
+		err = proc_read_mem(t->pid, addr, head_buf, lay->co_read_size);
+		if (err)
+			return err;
+		head = head_buf;
+	}
+	if (t->code_type && load_ptr(head, 8) != t->code_type)
 		return -EINVAL; /* freed and reused memory, or not a code object at all */
 	if (symtab_layout_has_tag(lay)) {
-		__u64 words[PW_CODE_TAG_WORDS] = { 0 };
-
-		if (lay->tag_off + lay->tag_size > lay->co_read_size || lay->tag_size > sizeof(words))
-			return -EINVAL;
-		uint32_t mine;
-
-		memcpy(words, hdr + lay->tag_off, lay->tag_size);
-		mine = pw_code_tag(words, lay->tag_mask);
-		if (lay->tag_name_word < PW_CODE_TAG_WORDS) {
-			__u64 name[PW_NAME_TAG_SIZE / 8];
-			int err = proc_read_mem(pid, words[lay->tag_name_word] + PW_NAME_TAG_START,
-						name, sizeof(name));
-
-			if (err)
-				return err;
-			mine ^= pw_name_tag(name) * 0x9e3779b1u;
-		}
+		err = tag_of(t, head, parts->name, parts->name_len, &mine);
+		if (err)
+			return err;
 		if (mine != tag)
 			return -ESTALE; /* another code object took the sampled one's address */
 	}
-	memcpy(&firstlineno, hdr + lay->co_firstlineno, 4);
-	name = read_str(pid, lay, load_ptr(hdr, lay->co_qualname));
-	file = read_str(pid, lay, load_ptr(hdr, lay->co_filename));
+	memcpy(&firstlineno, head + lay->co_firstlineno, 4);
+	name = parts->name ? str_from_image(lay, parts->name, parts->name_len, t->pid,
+					    load_ptr(head, lay->co_qualname)) :
+			     read_str(t->pid, lay, load_ptr(head, lay->co_qualname));
+	file = parts->file ? str_from_image(lay, parts->file, parts->file_len, t->pid,
+					    load_ptr(head, lay->co_filename)) :
+			     read_str(t->pid, lay, load_ptr(head, lay->co_filename));
 	if (!name || !file) {
 		err = -EFAULT;
 		goto fail;
 	}
-	err = read_bytes(pid, lay, load_ptr(hdr, lay->co_linetable), &linetable, &linetable_len);
-	if (err)
-		goto fail;
-	err = grow_array((void **)&st->syms, &st->syms_cap, st->nsyms + 1, sizeof(*st->syms));
-	if (err)
-		goto fail;
+	if (parts->linetable && parts->linetable_cut &&
+	    !read_bytes(t->pid, lay, load_ptr(head, lay->co_linetable), &linetable,
+			&linetable_len)) {
+		/* the copy was cut at the record's bound, and the object is still there */
+	} else if (parts->linetable) {
+		linetable_len = parts->linetable_len > SYMTAB_MAX_LINETABLE ?
+					SYMTAB_MAX_LINETABLE :
+					(uint32_t)parts->linetable_len;
+		linetable = malloc(linetable_len ? linetable_len : 1);
+		if (!linetable) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		memcpy(linetable, parts->linetable, linetable_len);
+	} else {
+		err = read_bytes(t->pid, lay, load_ptr(head, lay->co_linetable), &linetable,
+				 &linetable_len);
+		if (err)
+			goto fail;
+	}
 	/* 3.13+ `__init__` shim (_Py_InitCleanup): name and file are both "__init__" */
-	bool is_shim = !strcmp(name, "__init__") && !strcmp(file, "__init__");
+	is_shim = !strcmp(name, "__init__") && !strcmp(file, "__init__");
 	func = intern_func(st, name, file, firstlineno);
 	name = file = NULL;
 	if (func < 0) {
 		err = (int)func;
 		goto fail;
 	}
-	st->syms[st->nsyms] = (struct sym){ .func = (uint32_t)func, .firstlineno = firstlineno,
-					    .linetable = linetable, .linetable_len = linetable_len,
-					    .lt_format = lay->lt_format, .is_shim = is_shim };
-	return (int64_t)st->nsyms++;
+	if (st->free_head != NONE) {
+		i = st->free_head;
+		st->free_head = st->codes[i].lru_next;
+	} else {
+		err = grow_array((void **)&st->codes, &st->codes_cap, st->ncodes + 1,
+				 sizeof(*st->codes));
+		if (err)
+			goto fail;
+		i = (uint32_t)st->ncodes++;
+		st->codes[i].gen = 0;
+	}
+	err = htab_insert(&st->code_index, code_hash(t->id, addr, tag), i);
+	if (err) {
+		st->codes[i].lru_next = st->free_head;
+		st->free_head = i;
+		goto fail;
+	}
+	c = &st->codes[i];
+	*c = (struct code){ .addr = addr, .target = t->id, .tag = tag, .gen = c->gen,
+			    .func = (uint32_t)func, .firstlineno = firstlineno,
+			    .linetable = linetable, .linetable_len = linetable_len,
+			    .lt_format = (uint8_t)lay->lt_format, .is_shim = is_shim,
+			    .live = true };
+	lru_push_front(st, i);
+	st->code_bytes += entry_bytes(c);
+	st->nlive++;
+	enforce_budget(st, i);
+	return handle_of(st, i);
 fail:
 	free(name);
 	free(file);
@@ -306,70 +496,123 @@ fail:
 }
 
 struct code_key {
-	uint64_t code;
-	pid_t pid;
-	uint32_t tag;
+	uint64_t addr;
+	uint32_t target, tag;
 };
 
 static bool code_eq(uint32_t id, const void *key, void *ctx)
 {
 	const struct symtab *st = ctx;
 	const struct code_key *k = key;
+	const struct code *c = &st->codes[id];
 
-	return st->codes[id].code == k->code && st->codes[id].pid == k->pid &&
-	       st->codes[id].tag == k->tag;
+	return c->addr == k->addr && c->target == k->target && c->tag == k->tag;
 }
 
-int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
-			const struct py_objlayout *lay, uint64_t code, uint32_t tag)
+static bool lookup(struct symtab *st, uint32_t target, uint64_t addr, uint32_t tag,
+		   uint32_t *i)
 {
-	struct code_key k = { .code = code, .pid = pid, .tag = tag };
-	uint64_t hash = hash_mix64(code ^ ((uint64_t)pid << 48) ^ ((uint64_t)tag << 16));
-	uint32_t id;
-	int64_t sym;
-	int err;
+	struct code_key k = { .addr = addr, .target = target, .tag = tag };
 
-	if (htab_find(&st->code_index, hash, code_eq, &k, st, &id))
-		return st->codes[id].sym;
-	sym = read_code(st, pid, code_type, lay, code, tag);
-	if (sym < 0)
-		return sym;
-	err = grow_array((void **)&st->codes, &st->codes_cap, st->ncodes + 1, sizeof(*st->codes));
-	if (!err)
-		err = htab_insert(&st->code_index, hash, (uint32_t)st->ncodes);
-	if (err)
-		return err;
-	st->codes[st->ncodes++] =
-		(struct code_entry){ .code = code, .pid = pid, .tag = tag, .sym = (uint32_t)sym };
-	return sym;
+	if (!htab_find(&st->code_index, code_hash(target, addr, tag), code_eq, &k, st, i))
+		return false;
+	if (*i != st->lru_head) {
+		lru_unlink(st, *i);
+		lru_push_front(st, *i);
+	}
+	return true;
 }
 
-bool symtab__is_shim(const struct symtab *st, uint32_t sym)
+int64_t symtab__resolve(struct symtab *st, const struct symtab_target *t, uint64_t code,
+			uint32_t tag)
 {
-	return sym < st->nsyms && st->syms[sym].is_shim;
+	static const struct code_parts from_memory;
+	uint32_t i;
+	int64_t h;
+
+	if (lookup(st, t->id, code, tag, &i))
+		return handle_of(st, i);
+	h = build(st, t, code, tag, &from_memory);
+	if (h >= 0)
+		st->stats.from_memory++;
+	return h;
 }
 
-uint32_t symtab__func(const struct symtab *st, uint32_t sym)
+int symtab__add_record(struct symtab *st, const struct symtab_target *t, const void *data,
+		       size_t size)
 {
-	return sym < st->nsyms ? st->syms[sym].func : 0;
+	const struct pw_code_hdr *h = data;
+	const uint8_t *p = (const uint8_t *)(h + 1);
+	struct code_parts parts = { 0 };
+	uint32_t i;
+	int64_t r;
+
+	if (size < sizeof(*h) ||
+	    size < sizeof(*h) + (size_t)h->head_len + h->name_len + h->file_len + h->lt_len) {
+		st->stats.bad_records++;
+		return -EINVAL;
+	}
+	if (lookup(st, t->id, h->code, h->tag, &i))
+		return 0; /* another CPU shipped it too */
+	parts.head = p;
+	parts.head_len = h->head_len;
+	p += h->head_len;
+	if (!(h->flags & PW_CODEF_NO_NAME)) {
+		parts.name = p;
+		parts.name_len = h->name_len;
+	}
+	p += h->name_len;
+	if (!(h->flags & PW_CODEF_NO_FILE)) {
+		parts.file = p;
+		parts.file_len = h->file_len;
+	}
+	p += h->file_len;
+	if (!(h->flags & PW_CODEF_NO_LINETABLE)) {
+		parts.linetable = p;
+		parts.linetable_len = h->lt_len;
+		parts.linetable_cut = h->lt_size > h->lt_len;
+	}
+	r = build(st, t, h->code, h->tag, &parts);
+	if (r == -ENOMEM)
+		return -ENOMEM;
+	if (r < 0) {
+		/* the sample's own lookup reads the target and counts what fails */
+		st->stats.bad_records++;
+		return (int)r;
+	}
+	st->stats.from_records++;
+	return 0;
 }
 
-int symtab__line(const struct symtab *st, uint32_t sym, uint32_t instr)
+bool symtab__is_shim(const struct symtab *st, int64_t sym)
 {
-	const struct sym *s;
+	const struct code *c = entry_of(st, sym);
+
+	return c && c->is_shim;
+}
+
+uint32_t symtab__func(const struct symtab *st, int64_t sym)
+{
+	const struct code *c = entry_of(st, sym);
+
+	return c ? c->func : 0;
+}
+
+int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr)
+{
+	const struct code *c = entry_of(st, sym);
 	int line = 0;
 
-	if (sym >= st->nsyms)
+	if (!c)
 		return 0;
-	s = &st->syms[sym];
 	if (instr == PW_INSTR_NONE)
-		return s->firstlineno;
-	if (linetable_line_for(s->lt_format, s->linetable, s->linetable_len, s->firstlineno, instr,
-			       &line))
+		return c->firstlineno;
+	if (linetable_line_for((enum linetable_format)c->lt_format, c->linetable,
+			       c->linetable_len, c->firstlineno, instr, &line))
 		return 0;
 	/* instructions without a location (3.11+ prologues such as a coroutine's
 	 * RETURN_GENERATOR/POP_TOP) belong to the function's header line */
-	return line > 0 ? line : s->firstlineno;
+	return line > 0 ? line : c->firstlineno;
 }
 
 const char *symtab__func_name(const struct symtab *st, uint32_t func)
@@ -387,9 +630,25 @@ int symtab__func_firstline(const struct symtab *st, uint32_t func)
 	return func < st->nfuncs ? st->funcs[func].firstline : 0;
 }
 
-void symtab__forget_pid(struct symtab *st, pid_t pid)
+size_t symtab__nfuncs(const struct symtab *st)
+{
+	return st->nfuncs;
+}
+
+void symtab__forget_target(struct symtab *st, uint32_t target)
 {
 	for (size_t i = 0; i < st->ncodes; i++)
-		if (st->codes[i].pid == pid)
-			st->codes[i].pid = 0;
+		if (st->codes[i].live && st->codes[i].target == target)
+			release(st, (uint32_t)i);
+}
+
+const struct symtab_stats *symtab__stats(const struct symtab *st)
+{
+	struct symtab_stats *s = (struct symtab_stats *)&st->stats;
+
+	s->bytes = st->code_bytes + htab_bytes(&st->code_index);
+	s->budget = st->budget;
+	s->func_bytes = st->func_bytes + htab_bytes(&st->func_index);
+	s->entries = st->nlive;
+	return s;
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Code object -> (qualname, file, line table), read once per (pid, code address) with
- * process_vm_readv. Names are interned into function ids shared by all processes, so equal
- * functions compare equal. Everything read is untrusted: lengths are clamped, strings are
- * decoded to valid UTF-8, and output writers escape them. */
+/* Code object -> (qualname, file, line table), kept per (target, code address, tag) in a
+ * byte-budgeted cache, from the sampler's code records or read with process_vm_readv.
+ * Names are interned into function ids shared by all processes, so equal functions compare
+ * equal. Everything read is untrusted: lengths are clamped, strings are decoded to valid
+ * UTF-8, and output writers escape them. */
 #ifndef PW_SYMTAB_H
 #define PW_SYMTAB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -14,21 +16,46 @@
 
 /* Longest name or path kept, in code points; longer ones are cut and marked. */
 #define SYMTAB_MAX_STR 4096
-/* Largest line table read (bytes). */
-#define SYMTAB_MAX_LINETABLE (1 << 20)
+/* Largest line table kept per code object (bytes); instructions past it get line 0. */
+#define SYMTAB_MAX_LINETABLE (64 << 10)
+/* Default byte budget of the code-object cache. */
+#define SYMTAB_DEFAULT_BUDGET ((size_t)64 << 20)
 
 struct symtab;
 
-struct symtab *symtab__new(void);
+/* What the symbolizer needs of a target process. */
+struct symtab_target {
+	uint32_t id;	    /* target id: one lifetime of one process */
+	pid_t pid;	    /* to read its memory; it may have exited */
+	uint64_t code_type; /* address of PyCode_Type in it, 0 = unknown (not checked) */
+	const struct py_objlayout *lay;
+};
+
+struct symtab_stats {
+	size_t bytes, budget; /* the code-object cache */
+	size_t entries;
+	size_t func_bytes;    /* interned names (the profile's, not a cache) */
+	uint64_t evictions;
+	uint64_t from_records, from_memory; /* entries made from code records / target reads */
+	uint64_t bad_records;		    /* code records that did not check out */
+};
+
+/* A cache of at most `budget_bytes` (0: SYMTAB_DEFAULT_BUDGET). NULL on ENOMEM. */
+struct symtab *symtab__new(size_t budget_bytes);
 void symtab__free(struct symtab *st);
 
-/* Symbol id of the code object at `code` in `pid` whose tag at sample time was `tag`
- * (pw_code_tag), reading it on a miss. `code_type` is the address of PyCode_Type in the
- * target (0 = unknown, not checked). Returns an id >= 0 or a negative errno: -EFAULT/-ESRCH
- * when unreadable, -EINVAL when it is not a code object, -ESTALE when the object now at
- * that address is not the one sampled (freed and the address reused). */
-int64_t symtab__resolve(struct symtab *st, pid_t pid, uint64_t code_type,
-			const struct py_objlayout *lay, uint64_t code, uint32_t tag);
+/* Handle of the code object at `code` in target `t` whose tag at sample time was `tag`,
+ * reading it on a miss. Returns a handle >= 0 or a negative errno: -EFAULT/-ESRCH when
+ * unreadable, -EINVAL when it is not a code object, -ESTALE when the object now at that
+ * address is not the one sampled (freed and the address reused). A handle stays valid
+ * until its entry is evicted; accessors return "unknown" values for a stale handle. */
+int64_t symtab__resolve(struct symtab *st, const struct symtab_target *t, uint64_t code,
+			uint32_t tag);
+/* Add the code object described by a PW_REC_CODE record of target `t`. 0, -EINVAL (the
+ * record does not check out; the sample's own lookup will try the target's memory),
+ * -ENOMEM. */
+int symtab__add_record(struct symtab *st, const struct symtab_target *t, const void *data,
+		       size_t size);
 
 /* Does this layout carry a code tag? */
 static inline bool symtab_layout_has_tag(const struct py_objlayout *lay)
@@ -37,20 +64,23 @@ static inline bool symtab_layout_has_tag(const struct py_objlayout *lay)
 }
 
 /* Entry/cleanup shims that run as frames but are not user code (3.13+ `__init__` shim). */
-bool symtab__is_shim(const struct symtab *st, uint32_t sym);
+bool symtab__is_shim(const struct symtab *st, int64_t sym);
 /* Function id (interned qualname + file) of a symbol. */
-uint32_t symtab__func(const struct symtab *st, uint32_t sym);
+uint32_t symtab__func(const struct symtab *st, int64_t sym);
 /* Line executed at instruction `instr` (code units; PW_INSTR_NONE = not started). An
  * instruction without a location maps to the function's first line; 0 only when the
  * table cannot be decoded. */
-int symtab__line(const struct symtab *st, uint32_t sym, uint32_t instr);
+int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr);
 
 const char *symtab__func_name(const struct symtab *st, uint32_t func);
 const char *symtab__func_file(const struct symtab *st, uint32_t func);
 int symtab__func_firstline(const struct symtab *st, uint32_t func);
+size_t symtab__nfuncs(const struct symtab *st);
 
-/* Drop the cache entries of a process (it exited; its addresses may be reused). */
-void symtab__forget_pid(struct symtab *st, pid_t pid);
+/* Drop the entries of a target (it exited or exec'd; its addresses mean nothing now). */
+void symtab__forget_target(struct symtab *st, uint32_t target);
+
+const struct symtab_stats *symtab__stats(const struct symtab *st);
 
 /* Decode a CPython compact str image to UTF-8 (exposed for unit tests). `data` holds `len`
  * characters of `kind` bytes each. Returns a malloc'ed string or NULL. */

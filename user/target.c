@@ -1,26 +1,112 @@
 // SPDX-License-Identifier: MIT
-/* Process discovery: which mapped ELF file holds _PyRuntime, its load bias, and whether the
- * interpreter is up. Version detection never looks at file names. */
+/* Process inspection: which mapped ELF file holds _PyRuntime, its load bias, the version,
+ * and the process's names (comm, namespace PID, container). Version detection never looks
+ * at file names. Mapped files are opened only through proc_open_mapped_path (the mapping's
+ * own file, proven by device and inode), and what each file holds is cached. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elfinfo.h"
+#include "htab.h"
 #include "proc.h"
 #include "target.h"
+#include "util.h"
 
-/* Find the mapped ELF file that holds _PyRuntime. 0 and fills info, bias and path; -ENOEXEC when
- * none does. */
-static int find_runtime(pid_t pid, const struct proc_maps *maps, struct elf_pyinfo *info,
-			uint64_t *bias, char *path, size_t path_size)
+/* Files remembered; past this the cache starts over (a host has far fewer distinct ELF
+ * files mapped, so this only bounds a hostile stream of new files). */
+#define CACHE_MAX_FILES 8192
+
+struct file_key {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+};
+
+struct file_entry {
+	struct file_key key;
+	int err; /* elf_read_pyinfo's result */
+	struct elf_pyinfo info;
+};
+
+struct target_cache {
+	struct file_entry *files;
+	size_t n, cap;
+	struct htab index;
+};
+
+struct target_cache *target_cache__new(void)
+{
+	return calloc(1, sizeof(struct target_cache));
+}
+
+void target_cache__free(struct target_cache *c)
+{
+	if (!c)
+		return;
+	free(c->files);
+	htab_free(&c->index);
+	free(c);
+}
+
+static bool file_eq(uint32_t id, const void *key, void *ctx)
+{
+	const struct target_cache *c = ctx;
+
+	return !memcmp(&c->files[id].key, key, sizeof(struct file_key));
+}
+
+/* What the file open (O_PATH) on `pfd` holds: from the cache, else parsed. */
+static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
+{
+	struct file_key k;
+	struct stat st;
+	uint64_t hash;
+	uint32_t id;
+	int fd, err;
+
+	if (fstat(pfd, &st))
+		return -errno;
+	memset(&k, 0, sizeof(k));
+	k = (struct file_key){ .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t)st.st_size,
+			       .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
+					   st.st_mtim.tv_nsec };
+	hash = hash_bytes(&k, sizeof(k), 0);
+	if (c && htab_find(&c->index, hash, file_eq, &k, c, &id)) {
+		*info = c->files[id].info;
+		return c->files[id].err;
+	}
+	fd = proc_reopen_for_reading(pfd);
+	if (fd < 0)
+		return fd;
+	err = elf_read_pyinfo(fd, info);
+	close(fd);
+	if (!c || err == -ENOMEM)
+		return err;
+	if (c->n >= CACHE_MAX_FILES) {
+		c->n = 0;
+		htab_free(&c->index);
+	}
+	if (!grow_array((void **)&c->files, &c->cap, c->n + 1, sizeof(*c->files)) &&
+	    !htab_insert(&c->index, hash, (uint32_t)c->n))
+		c->files[c->n++] = (struct file_entry){ .key = k, .err = err, .info = *info };
+	return err;
+}
+
+/* Find the mapped ELF file that holds _PyRuntime. 0 and fills info, bias and path; -ENOEXEC
+ * when none does (*maybe_later when the executable links a libpython not mapped yet). */
+static int find_runtime(pid_t pid, struct target_cache *cache, const struct proc_maps *maps,
+			struct elf_pyinfo *info, uint64_t *bias, char *path, size_t path_size,
+			bool *maybe_later)
 {
 	int last_err = -ENOEXEC;
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->maps[i];
 		bool seen = false;
-		int fd, err;
+		int pfd, err;
 
 		/* the ELF header is in the mapping of file offset 0; look at each file once */
 		if (!m->path || m->offset || !m->inode)
@@ -31,15 +117,19 @@ static int find_runtime(pid_t pid, const struct proc_maps *maps, struct elf_pyin
 			       maps->maps[j].dev_minor == m->dev_minor;
 		if (seen)
 			continue;
-		fd = proc_open_mapped_file(pid, m);
-		if (fd < 0) {
-			if (fd == -EACCES || fd == -EPERM)
-				last_err = fd;
+		pfd = proc_open_mapped_path(pid, m);
+		if (pfd < 0) {
+			if (pfd == -EACCES || pfd == -EPERM)
+				last_err = pfd;
 			continue;
 		}
-		err = elf_read_pyinfo(fd, info);
-		close(fd);
-		if (err || !info->runtime_vaddr)
+		err = file_pyinfo(cache, pfd, info);
+		close(pfd);
+		if (err)
+			continue;
+		if (info->needs_libpython)
+			*maybe_later = true;
+		if (!info->runtime_vaddr)
 			continue;
 		*bias = info->is_dyn ? m->start - info->first_load_vaddr : 0;
 		snprintf(path, path_size, "%s", m->path);
@@ -48,17 +138,34 @@ static int find_runtime(pid_t pid, const struct proc_maps *maps, struct elf_pyin
 	return last_err;
 }
 
-int target_open(pid_t pid, struct target *t, char *why, size_t why_size)
+/* Where the process lives: its PID as it sees it, its pid namespace, its container. */
+static void read_identity(pid_t pid, struct target *t)
+{
+	uint64_t mine = 0, theirs = 0;
+
+	t->nspid = proc_read_nspid(pid);
+	t->own_pidns = !proc_ns_ino(0, "pid", &mine) && !proc_ns_ino(pid, "pid", &theirs) &&
+		       mine != theirs;
+	if (proc_read_container_id(pid, t->container, sizeof(t->container)))
+		t->container[0] = 0;
+}
+
+int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool *maybe_later,
+		   char *why, size_t why_size)
 {
 	struct proc_maps maps;
 	struct elf_pyinfo info;
 	uint64_t bias = 0, interp = 0;
+	bool later = false;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	why[0] = 0;
+	if (maybe_later)
+		*maybe_later = false;
 	t->pid = pid;
-	if (!proc_is_alive(pid)) {
+	err = proc_read_start_time(pid, &t->start_ticks);
+	if (err || !proc_is_alive(pid)) {
 		snprintf(why, why_size, "no process with PID %d", pid);
 		return -ESRCH;
 	}
@@ -69,16 +176,27 @@ int target_open(pid_t pid, struct target *t, char *why, size_t why_size)
 	proc_read_comm(pid, 0, t->comm, sizeof(t->comm));
 	err = proc_read_maps(pid, &maps);
 	if (err) {
-		snprintf(why, why_size, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
+		if (err == -EACCES || err == -EPERM)
+			snprintf(why, why_size,
+				 "cannot read /proc/%d/maps: %s (pywalk needs CAP_SYS_PTRACE)", pid,
+				 strerror(-err));
+		else
+			snprintf(why, why_size, "cannot read /proc/%d/maps: %s", pid,
+				 strerror(-err));
 		return err;
 	}
-	err = find_runtime(pid, &maps, &info, &bias, t->binary, sizeof(t->binary));
+	err = find_runtime(pid, cache, &maps, &info, &bias, t->binary, sizeof(t->binary), &later);
 	proc_maps_free(&maps);
 	if (err == -EACCES || err == -EPERM) {
-		snprintf(why, why_size, "cannot open the binaries of PID %d: %s", pid, strerror(-err));
+		snprintf(why, why_size,
+			 "cannot open the binaries of PID %d: %s (a binary under a directory only "
+			 "root can search needs CAP_DAC_READ_SEARCH)",
+			 pid, strerror(-err));
 		return err;
 	}
 	if (err) {
+		if (maybe_later)
+			*maybe_later = later;
 		snprintf(why, why_size,
 			 "PID %d (%s) is not a Python process (no _PyRuntime in its executable or "
 			 "libraries)",
@@ -86,16 +204,24 @@ int target_open(pid_t pid, struct target *t, char *why, size_t why_size)
 		return -ENOEXEC;
 	}
 	t->code_type = info.code_type_vaddr ? info.code_type_vaddr + bias : 0;
-	err = pyver_detect(pid, info.runtime_vaddr + bias, &info, &t->ver, why,
-			   why_size);
+	err = pyver_detect(pid, info.runtime_vaddr + bias, &info, &t->ver, why, why_size);
 	if (err)
 		return err;
-	/* an interpreter that is still starting has no interpreter state yet */
-	err = proc_read_mem(pid, t->ver.cfg.runtime_addr + t->ver.cfg.off.runtime_interp_head,
-			    &interp, sizeof(interp));
-	if (err || !interp) {
-		snprintf(why, why_size, "Python in PID %d is not initialized yet", pid);
-		return -EAGAIN;
-	}
+	/* an interpreter that is still starting has no interpreter state yet; it can be
+	 * sampled already (its threads count as "no thread state" until they have one) */
+	t->initialized =
+		!proc_read_mem(pid, t->ver.cfg.runtime_addr + t->ver.cfg.off.runtime_interp_head,
+			       &interp, sizeof(interp)) &&
+		interp;
+	read_identity(pid, t);
 	return 0;
+}
+
+struct pw_proc target_config(const struct target *t)
+{
+	struct pw_proc cfg = t->ver.cfg;
+
+	cfg.target = t->id;
+	cfg.flags = t->own_pidns && cfg.thread_match == PW_MATCH_NATIVE_TID ? PW_PROCF_NSPID : 0;
+	return cfg;
 }

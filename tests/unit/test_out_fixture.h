@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "abi.h"
+#include "tag.h"
 #include "escape.h"
 #include "out.h"
 #include "profile.h"
@@ -119,6 +120,7 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 		abort();
 	fx->p = profile__new(opts);
 	fx->t.pid = getpid();
+	fx->t.id = 1;
 	snprintf(fx->t.comm, sizeof(fx->t.comm), "%s", process_name);
 	fx->t.ver.obj = (struct py_objlayout){
 		.co_filename = FX_CO_FILENAME, .co_name = FX_CO_NAME,
@@ -147,6 +149,8 @@ FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32
 	struct pw_sample_hdr *h = calloc(1, size);
 	struct pw_frame *frames = (struct pw_frame *)(h + 1);
 
+	h->kind = PW_REC_SAMPLE;
+	h->target = fx->t.id;
 	h->pid = (uint32_t)getpid();
 	h->tid = tid ? tid : (uint32_t)gettid();
 	h->nframes = n;
@@ -157,7 +161,7 @@ FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32
 		/* the tag the BPF walker reads at sample time */
 		memcpy(words, co + FX_TAG_OFF, FX_TAG_SIZE);
 		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i], .instr = PW_INSTR_NONE,
-					       .tag = pw_code_tag(words, FX_TAG_MASK) };
+					       .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
 	}
 	for (uint64_t c = 0; c < count; c++)
 		if (profile__add_record(fx->p, h, size))

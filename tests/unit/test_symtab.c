@@ -50,6 +50,8 @@ static void test_object_changed_since_the_sample_is_dropped_as_stale(void **stat
 	struct pw_frame *fr = (struct pw_frame *)(h + 1);
 
 	(void)state;
+	h->kind = PW_REC_SAMPLE;
+	h->target = fx->t.id;
 	h->pid = (uint32_t)getpid();
 	h->tid = (uint32_t)gettid();
 	h->nframes = 1;

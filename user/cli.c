@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/* Shared option groups: one option table and one help paragraph per group, merged with a
+ * command's own options into one getopt_long loop. Cross-option conflicts are checked
+ * here, right after parsing, before anything touches the kernel. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi.h"
+#include "cli.h"
+#include "cmd.h"
+#include "log.h"
+#include "out.h"
+#include "util.h"
+
+enum {
+	OPT_ALL = 0x1000,
+	OPT_SUBPROCESSES,
+	OPT_MAX_DEPTH,
+	OPT_MAX_PROCESSES,
+};
+
+static const struct option sampling_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES },
+};
+static const struct option duration_options[] = {
+	{ "duration", required_argument, NULL, 'd' },
+};
+static const struct option output_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+};
+static const struct option quiet_options[] = {
+	{ "quiet", no_argument, NULL, 'q' },
+};
+static const struct option common_options[] = {
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+};
+
+#define MAX_OPTIONS 64
+
+void cli_help_groups(FILE *f, unsigned int groups)
+{
+	if (groups & CLI_SAMPLING)
+		fprintf(f,
+			"What to sample:\n"
+			"  -p, --pid PID          process to profile (repeat, or PID,PID,...)\n"
+			"      --all              every Python process on the host, those running\n"
+			"                         now and every one that starts later\n"
+			"      --subprocesses     also every descendant of -p PID or of the command\n"
+			"                         (fork children, shells that start Python, ...)\n"
+			"  -F, --frequency HZ     samples per second per CPU (default 99; -r, --rate\n"
+			"                         too)\n"
+			"  -e, --event EVENT      perf event: cpu-clock (default), task-clock, cycles\n"
+			"      --max-depth N      longest stack kept, 1-%d Python frames (default\n"
+			"                         %d); deeper stacks are rejected and counted, never\n"
+			"                         cut\n"
+			"      --max-processes N  processes sampled at once (default: 4096, or twice\n"
+			"                         the processes running, whichever is more)\n",
+			PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
+	if (groups & CLI_DURATION)
+		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
+			   "                         until Ctrl-C or the targets exit)\n");
+	if (groups & CLI_OUTPUT)
+		fprintf(f,
+			"Output:\n"
+			"  -o, --output FILE      write the profile to FILE (default: stdout)\n"
+			"  -f, --format FMT       %s\n"
+			"                         (default: by FILE's extension, else folded)\n",
+			out_names());
+	fprintf(f, "Other:\n");
+	if (groups & CLI_QUIET)
+		fprintf(f, "  -q, --quiet            no summary or progress line, only errors\n");
+	fprintf(f, "  -v, --verbose          more diagnostics (-vv adds libbpf's)\n"
+		   "  -h, --help             this text\n");
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pywalk: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'pywalk %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+static int add_pids(struct cli_sampling *s, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		uint32_t pid;
+
+		err = parse_u32(tok, 1, 0x3fffffff, &pid);
+		if (!err && s->npids >= CLI_MAX_PIDS)
+			err = -E2BIG;
+		if (!err)
+			s->pids[s->npids++] = (pid_t)pid;
+	}
+	free(copy);
+	return err;
+}
+
+/* One option of a group; returns 1 when it is not one of them, 0 when taken, or an exit
+ * code. */
+static int handle_group_option(const struct cli_spec *spec, struct cli_sampling *s,
+			       struct cli_output *o, int c, const char *arg)
+{
+	const char *cmd = spec->name;
+
+	if (s && (spec->groups & CLI_SAMPLING)) {
+		switch (c) {
+		case 'p':
+			if (add_pids(s, arg))
+				return cli_usage_error(cmd, "invalid PID list '%s'", arg);
+			return 0;
+		case OPT_ALL:
+			s->all = true;
+			return 0;
+		case OPT_SUBPROCESSES:
+			s->subprocesses = true;
+			return 0;
+		case 'F':
+		case 'r':
+			if (parse_u32(arg, 1, 100000, &s->frequency_hz))
+				return cli_usage_error(cmd, "invalid frequency '%s' (1-100000 Hz)",
+						       arg);
+			return 0;
+		case 'e':
+			s->event = arg;
+			return 0;
+		case OPT_MAX_DEPTH:
+			if (parse_u32(arg, 1, PW_MAX_FRAMES_CAP, &s->max_depth))
+				return cli_usage_error(cmd, "invalid --max-depth '%s' (1-4096)", arg);
+			return 0;
+		case OPT_MAX_PROCESSES:
+			if (parse_u32(arg, 1, 1 << 22, &s->max_processes))
+				return cli_usage_error(cmd, "invalid --max-processes '%s' (1-4194304)",
+						       arg);
+			return 0;
+		}
+	}
+	if (s && (spec->groups & CLI_DURATION) && c == 'd') {
+		if (parse_duration_ms(arg, &s->duration_ms))
+			return cli_usage_error(cmd, "invalid duration '%s' (e.g. 10, 10s, 500ms, 2m)",
+					       arg);
+		return 0;
+	}
+	if (o && (spec->groups & CLI_OUTPUT)) {
+		if (c == 'o') {
+			o->path = arg;
+			return 0;
+		}
+		if (c == 'f') {
+			o->format = arg;
+			return 0;
+		}
+	}
+	if ((spec->groups & CLI_QUIET) && c == 'q') {
+		log_level = LOG_ERR;
+		return 0;
+	}
+	if (c == 'v') {
+		log_level = log_level < LOG_DEBUG ? LOG_DEBUG : LOG_LIBBPF;
+		return 0;
+	}
+	return 1;
+}
+
+static void append(struct option *all, size_t *n, const struct option *opts, size_t count)
+{
+	for (size_t i = 0; i < count && *n < MAX_OPTIONS - 1; i++)
+		all[(*n)++] = opts[i];
+}
+
+/* Conflicts between options, and what a group needs. Returns -1 or an exit code. */
+static int check(const struct cli_spec *spec, const struct cli_sampling *s,
+		 const struct cli_output *o)
+{
+	const char *cmd = spec->name;
+
+	if (s && (spec->groups & CLI_SAMPLING)) {
+		if (s->all && (s->npids || s->command))
+			return cli_usage_error(cmd, "%s",
+					       "--all takes every process: give no -p or command");
+		if (!s->all && !s->npids && !s->command)
+			return cli_usage_error(cmd, "%s",
+					       (spec->groups & CLI_COMMAND) ?
+						       "nothing to profile: give -p PID, --all or -- "
+						       "COMMAND" :
+						       "nothing to profile: give -p PID or --all");
+		if (s->npids && s->command)
+			return cli_usage_error(cmd, "%s", "give either -p PID or a command, not both");
+		if (s->subprocesses && s->all)
+			return cli_usage_error(cmd, "%s",
+					       "--subprocesses needs -p PID or a command, not --all");
+	}
+	if (o && o->format && !out_by_name(o->format))
+		return cli_usage_error(cmd, "unknown format '%s'", o->format);
+	return -1;
+}
+
+int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
+	      struct cli_output *o)
+{
+	struct option all[MAX_OPTIONS];
+	char shortopts[128] = "+:";
+	size_t n = 0;
+	int c;
+
+	if (s) {
+		memset(s, 0, sizeof(*s));
+		s->frequency_hz = 99;
+		s->max_depth = PW_DEFAULT_MAX_DEPTH;
+	}
+	if (o)
+		memset(o, 0, sizeof(*o));
+	if (spec->groups & CLI_SAMPLING) {
+		append(all, &n, sampling_options, ARRAY_SIZE(sampling_options));
+		strcat(shortopts, "p:F:r:e:");
+	}
+	if (spec->groups & CLI_DURATION) {
+		append(all, &n, duration_options, ARRAY_SIZE(duration_options));
+		strcat(shortopts, "d:");
+	}
+	if (spec->groups & CLI_OUTPUT) {
+		append(all, &n, output_options, ARRAY_SIZE(output_options));
+		strcat(shortopts, "o:f:");
+	}
+	if (spec->groups & CLI_QUIET) {
+		append(all, &n, quiet_options, ARRAY_SIZE(quiet_options));
+		strcat(shortopts, "q");
+	}
+	append(all, &n, common_options, ARRAY_SIZE(common_options));
+	strcat(shortopts, "vh");
+	for (const struct option *x = spec->options; x && x->name; x++)
+		append(all, &n, x, 1);
+	if (spec->shortopts && strlen(shortopts) + strlen(spec->shortopts) < sizeof(shortopts))
+		strcat(shortopts, spec->shortopts);
+	memset(&all[n], 0, sizeof(all[n]));
+
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option so a command's own flags stay its own */
+	while ((c = getopt_long(argc, argv, shortopts, all, NULL)) != -1) {
+		int r;
+
+		if (c == 'h') {
+			spec->help(stdout);
+			return EXIT_OK;
+		}
+		if (c == ':')
+			return cli_usage_error(spec->name, "option '%s' needs a value",
+					       argv[optind - 1]);
+		if (c == '?')
+			return cli_usage_error(spec->name, "unknown option '%s'", argv[optind - 1]);
+		r = handle_group_option(spec, s, o, c, optarg);
+		if (r == 1)
+			r = spec->handle ? spec->handle(spec->ctx, c, optarg) : 1;
+		if (r == 1)
+			return cli_usage_error(spec->name, "unknown option '%s'", argv[optind - 1]);
+		if (r)
+			return r;
+	}
+	if (optind < argc) {
+		if (!s || !(spec->groups & CLI_COMMAND))
+			return cli_usage_error(spec->name, "unexpected argument '%s'", argv[optind]);
+		s->command = argv + optind;
+	}
+	return check(spec, s, o);
+}

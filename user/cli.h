@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line option groups every command shares (what to sample and how, where the
+ * profile goes, verbosity), parsed by one getopt_long loop per command with its own
+ * options on top, and one help text per group. */
+#ifndef PW_CLI_H
+#define PW_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Most processes one command takes with -p. */
+#define CLI_MAX_PIDS 256
+
+/* What to sample: -p/--all/--subprocesses/-- CMD, -F, -e, -d, --max-depth, --max-processes */
+struct cli_sampling {
+	pid_t pids[CLI_MAX_PIDS];
+	size_t npids;
+	bool all, subprocesses;
+	char **command; /* after "--" */
+	uint32_t frequency_hz;
+	const char *event;
+	uint64_t duration_ms; /* 0 = until interrupted or the targets exit */
+	uint32_t max_depth;
+	uint32_t max_processes;
+};
+
+/* Where the profile goes: -o, -f */
+struct cli_output {
+	const char *path; /* NULL: stdout */
+	const char *format;
+};
+
+/* Option groups a command takes. */
+enum {
+	CLI_SAMPLING = 1 << 0, /* -p, --all, --subprocesses, -F, -e, --max-depth, ... */
+	CLI_DURATION = 1 << 1, /* -d */
+	CLI_COMMAND = 1 << 2,  /* -- COMMAND [ARGS...] */
+	CLI_OUTPUT = 1 << 3,   /* -o, -f */
+	CLI_QUIET = 1 << 4,    /* -q (-v and -h are always there) */
+};
+
+/* A command's own options on top of the groups. */
+struct cli_spec {
+	const char *name;		 /* "record" */
+	unsigned int groups;		 /* CLI_* */
+	const struct option *options;	 /* its own long options, { 0 }-terminated; may be NULL */
+	const char *shortopts;		 /* its own short options ("i:"), may be NULL */
+	/* handle one of its own options; returns 0, or an exit code (usage error) */
+	int (*handle)(void *ctx, int opt, const char *arg);
+	void (*help)(FILE *f);		 /* the whole --help text (uses cli_help_groups) */
+	void *ctx;
+};
+
+/* Parse argv (argv[0] is the command name) into `s` and `o` (either may be NULL when the
+ * command takes no such group). Defaults are set first. Returns -1 to go on, or an exit
+ * code: 0 after --help, 2 after a usage error (already printed). */
+int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
+	      struct cli_output *o);
+
+/* The options part of the help text for `groups`. */
+void cli_help_groups(FILE *f, unsigned int groups);
+
+/* Print "pywalk: <fmt % arg>" and the pointer to `pywalk CMD --help`; returns the usage
+ * exit code. */
+int cli_usage_error(const char *cmd, const char *fmt, const char *arg);
+
+#endif

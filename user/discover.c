@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/* The discovery state machine. Targets (processes sampled now) are indexed by target id
+ * and by PID; watched processes (followed, not Python yet: a shell, a program before its
+ * libpython is mapped, an embedder that may dlopen one) are retried on a backed-off
+ * schedule. Everything of a process is dropped when it exits, so memory follows the
+ * processes alive, not the processes seen. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover.h"
+#include "htab.h"
+#include "util.h"
+
+#define MS (1000000ull)
+/* Retries after an exec or of a program that links a libpython not mapped yet: the
+ * dynamic loader maps it within milliseconds, and a short-lived program is gone soon. */
+static const uint64_t fast_backoff_ns[] = { 1 * MS, 2 * MS, 4 * MS, 8 * MS, 16 * MS,
+					    32 * MS, 64 * MS, 128 * MS, 256 * MS, 512 * MS };
+/* Then, for an interpreter an embedder may dlopen at any time. */
+static const uint64_t slow_backoff_ns[] = { 1000 * MS, 5000 * MS, 30000 * MS, 120000 * MS,
+					    300000 * MS };
+/* --all: how often /proc is listed for processes no event told us of (lost events,
+ * processes forked by non-followed parents that loaded Python without an exec). */
+#define RESCAN_NS (30000 * MS)
+
+struct watch {
+	pid_t pid;
+	uint64_t next_ns;
+	uint32_t attempts;
+	bool fast;
+};
+
+struct discover {
+	struct discover_opts opts;
+	struct discover_ops ops;
+
+	struct target *targets; /* active only; ended ones are dropped */
+	size_t ntargets, targets_cap;
+	struct htab by_id, by_pid;
+
+	struct watch *watch;
+	size_t nwatch, watch_cap;
+	struct htab watch_by_pid;
+
+	uint32_t next_id;
+	pid_t launched;
+	uint64_t next_rescan_ns;
+	struct discover_stats stats;
+};
+
+static const char *const skip_labels[] = {
+#define DISCOVER_X_LABEL(name, label) label,
+	DISCOVER_SKIPS(DISCOVER_X_LABEL)
+#undef DISCOVER_X_LABEL
+};
+
+const char *discover_skip_label(enum discover_skip s)
+{
+	return s < DISCOVER_SKIP__COUNT ? skip_labels[s] : "?";
+}
+
+struct discover *discover__new(const struct discover_opts *opts, const struct discover_ops *ops)
+{
+	struct discover *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->opts = *opts;
+	d->ops = *ops;
+	d->next_id = 1;
+	return d;
+}
+
+void discover__free(struct discover *d)
+{
+	if (!d)
+		return;
+	free(d->targets);
+	htab_free(&d->by_id);
+	htab_free(&d->by_pid);
+	free(d->watch);
+	htab_free(&d->watch_by_pid);
+	free(d);
+}
+
+/* ---- indexes ------------------------------------------------------------------------- */
+
+static bool id_eq(uint32_t i, const void *key, void *ctx)
+{
+	const struct discover *d = ctx;
+
+	return d->targets[i].id == *(const uint32_t *)key;
+}
+
+static bool pid_eq(uint32_t i, const void *key, void *ctx)
+{
+	const struct discover *d = ctx;
+
+	return d->targets[i].pid == *(const pid_t *)key;
+}
+
+static bool watch_eq(uint32_t i, const void *key, void *ctx)
+{
+	const struct discover *d = ctx;
+
+	return d->watch[i].pid == *(const pid_t *)key;
+}
+
+static struct target *by_id(const struct discover *d, uint32_t id)
+{
+	uint32_t i;
+
+	if (!htab_find(&d->by_id, hash_mix64(id), id_eq, &id, (void *)d, &i))
+		return NULL;
+	return &d->targets[i];
+}
+
+static struct target *by_pid(const struct discover *d, pid_t pid)
+{
+	uint32_t i;
+
+	if (!htab_find(&d->by_pid, hash_mix64((uint32_t)pid), pid_eq, &pid, (void *)d, &i))
+		return NULL;
+	return &d->targets[i];
+}
+
+static struct watch *watched(const struct discover *d, pid_t pid)
+{
+	uint32_t i;
+
+	if (!htab_find(&d->watch_by_pid, hash_mix64((uint32_t)pid), watch_eq, &pid, (void *)d,
+		       &i))
+		return NULL;
+	return &d->watch[i];
+}
+
+static int index_target(struct discover *d, uint32_t i)
+{
+	int err = htab_insert(&d->by_id, hash_mix64(d->targets[i].id), i);
+
+	if (!err)
+		err = htab_insert(&d->by_pid, hash_mix64((uint32_t)d->targets[i].pid), i);
+	if (err)
+		htab_remove(&d->by_id, hash_mix64(d->targets[i].id), i);
+	return err;
+}
+
+static void unindex_target(struct discover *d, uint32_t i)
+{
+	htab_remove(&d->by_id, hash_mix64(d->targets[i].id), i);
+	htab_remove(&d->by_pid, hash_mix64((uint32_t)d->targets[i].pid), i);
+}
+
+static void drop_target(struct discover *d, struct target *t)
+{
+	uint32_t i = (uint32_t)(t - d->targets), last = (uint32_t)d->ntargets - 1;
+
+	unindex_target(d, i);
+	if (i != last) {
+		unindex_target(d, last);
+		d->targets[i] = d->targets[last];
+		index_target(d, i); /* cannot fail: the slots were just freed */
+	}
+	d->ntargets--;
+}
+
+static void unwatch(struct discover *d, pid_t pid)
+{
+	struct watch *w = watched(d, pid);
+	uint32_t i, last;
+
+	if (!w)
+		return;
+	i = (uint32_t)(w - d->watch);
+	last = (uint32_t)d->nwatch - 1;
+	htab_remove(&d->watch_by_pid, hash_mix64((uint32_t)pid), i);
+	if (i != last) {
+		htab_remove(&d->watch_by_pid, hash_mix64((uint32_t)d->watch[last].pid), last);
+		d->watch[i] = d->watch[last];
+		htab_insert(&d->watch_by_pid, hash_mix64((uint32_t)d->watch[i].pid), i);
+	}
+	d->nwatch--;
+}
+
+/* Retry `pid` later: soon after an exec or when a libpython is on its way, else slowly. */
+static int watch(struct discover *d, pid_t pid, bool fast, uint64_t now_ns)
+{
+	struct watch *w = watched(d, pid);
+	int err;
+
+	if (!w) {
+		err = grow_array((void **)&d->watch, &d->watch_cap, d->nwatch + 1,
+				 sizeof(*d->watch));
+		if (!err)
+			err = htab_insert(&d->watch_by_pid, hash_mix64((uint32_t)pid),
+					  (uint32_t)d->nwatch);
+		if (err)
+			return err;
+		w = &d->watch[d->nwatch++];
+		*w = (struct watch){ .pid = pid };
+	}
+	if (fast && !w->fast) {
+		w->fast = true;
+		w->attempts = 0;
+	}
+	if (w->fast && w->attempts >= ARRAY_SIZE(fast_backoff_ns)) {
+		w->fast = false;
+		w->attempts = 0;
+	}
+	w->next_ns = now_ns + (w->fast ? fast_backoff_ns[w->attempts] :
+			       slow_backoff_ns[w->attempts < ARRAY_SIZE(slow_backoff_ns) ?
+						       w->attempts :
+						       ARRAY_SIZE(slow_backoff_ns) - 1]);
+	w->attempts++;
+	return 0;
+}
+
+/* ---- targets -------------------------------------------------------------------------- */
+
+static void end_target(struct discover *d, struct target *t, enum discover_end why)
+{
+	d->ops.ended(d->ops.ctx, t, why);
+	drop_target(d, t);
+}
+
+static enum discover_skip skip_reason(const struct target *t, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		return DISCOVER_SKIP_PERMISSION;
+	if (err == -ENOTSUP)
+		return t->ver.free_threaded ? DISCOVER_SKIP_FREE_THREADED :
+					      DISCOVER_SKIP_UNSUPPORTED;
+	if (err == -E2BIG)
+		return DISCOVER_SKIP_MAP_FULL;
+	return DISCOVER_SKIP_ERROR;
+}
+
+/* Make `t` (inspected, or inherited with its id set) an active target. 0, or a negative
+ * errno when it could not be attached (counted). */
+static int activate(struct discover *d, const struct target *t, bool attach)
+{
+	struct target *slot;
+	uint64_t ticks = 0;
+	int err;
+
+	err = grow_array((void **)&d->targets, &d->targets_cap, d->ntargets + 1,
+			 sizeof(*d->targets));
+	if (err)
+		return err;
+	slot = &d->targets[d->ntargets];
+	*slot = *t;
+	if (attach) {
+		err = d->ops.attach(d->ops.ctx, slot);
+		if (err) {
+			d->stats.skipped[skip_reason(slot, err)]++;
+			return err;
+		}
+		/* it may have exited (and its PID been reused) between inspection and
+		 * attach, when no exit event could remove the config: check its identity
+		 * now that the config is in place, so the kernel's exit hook covers the rest */
+		if (d->ops.start_time(d->ops.ctx, slot->pid, &ticks) ||
+		    ticks != slot->start_ticks) {
+			d->ops.detach(d->ops.ctx, slot->pid, slot->id);
+			return -ESRCH;
+		}
+	}
+	err = index_target(d, (uint32_t)d->ntargets);
+	if (err) {
+		if (attach)
+			d->ops.detach(d->ops.ctx, slot->pid, slot->id);
+		return err;
+	}
+	d->ntargets++;
+	d->stats.targets++;
+	d->ops.began(d->ops.ctx, slot);
+	return 0;
+}
+
+enum watch_mode {
+	WATCH_NONE, /* not Python: an answer, not a reason to look again */
+	WATCH_AUTO, /* look again, soon if a libpython is on its way */
+	WATCH_FAST, /* look again soon (it just exec'd) */
+};
+
+/* Look at `pid` now. Returns 0 when it became a target, -ENOEXEC when it is not Python
+ * (watched per `mode`), or another negative errno (skipped, counted). */
+static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t now_ns,
+		   char *why, size_t why_size)
+{
+	struct target t;
+	bool later = false;
+	int err;
+
+	d->stats.inspections++;
+	err = d->ops.inspect(d->ops.ctx, pid, &t, &later, why, why_size);
+	if (err == -ENOEXEC) {
+		if (mode != WATCH_NONE)
+			watch(d, pid, later || mode == WATCH_FAST, now_ns);
+		return err;
+	}
+	unwatch(d, pid);
+	if (err) {
+		if (err != -ESRCH) {
+			d->stats.skipped[skip_reason(&t, err)]++;
+			d->ops.note(d->ops.ctx, pid, why);
+		}
+		return err;
+	}
+	t.id = d->next_id++;
+	if (d->next_id & PW_TARGET_KERNEL_BIT)
+		d->next_id = 1; /* 2^31 lifetimes later: the old ones are long gone */
+	err = activate(d, &t, true);
+	if (err == -E2BIG)
+		snprintf(why, why_size, "too many processes to sample PID %d", pid);
+	return err;
+}
+
+int discover__add_pid(struct discover *d, pid_t pid, char *why, size_t why_size)
+{
+	int err;
+
+	why[0] = 0;
+	d->ops.follow(d->ops.ctx, pid,
+		      d->opts.subprocesses ? DISCOVER_FOLLOW_CHILDREN : DISCOVER_FOLLOW_EXEC);
+	err = try_pid(d, pid, d->opts.subprocesses ? WATCH_AUTO : WATCH_NONE, 0, why, why_size);
+	if (err == -ENOEXEC && d->opts.subprocesses) {
+		d->ops.note(d->ops.ctx, pid, "not Python; following its children");
+		return 0;
+	}
+	return err;
+}
+
+int discover__add_launched(struct discover *d, pid_t pid)
+{
+	d->launched = pid;
+	/* a shell or make starts the Python: follow descendants until the command turns
+	 * out to be Python itself (then only with --subprocesses) */
+	d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_CHILDREN);
+	return watch(d, pid, true, 0);
+}
+
+int discover__scan(struct discover *d, uint64_t now_ns)
+{
+	char why[512];
+	pid_t *pids = NULL;
+	int n = d->ops.list_pids(d->ops.ctx, &pids);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (!by_pid(d, pids[i]) && !watched(d, pids[i]))
+			try_pid(d, pids[i], WATCH_AUTO, now_ns, why, sizeof(why));
+	free(pids);
+	d->next_rescan_ns = now_ns + RESCAN_NS;
+	return 0;
+}
+
+/* ---- events --------------------------------------------------------------------------- */
+
+static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t now_ns)
+{
+	const struct target *parent;
+	struct target child;
+	char why[512];
+
+	if (!ev->target) {
+		if (ev->parent_target)
+			d->stats.skipped[DISCOVER_SKIP_MAP_FULL]++;
+		/* a followed non-Python parent: the child tells us what it is when it execs,
+		 * or on the slow schedule (it may load an interpreter without exec) */
+		else if (!by_pid(d, (pid_t)ev->pid))
+			watch(d, (pid_t)ev->pid, false, now_ns);
+		return;
+	}
+	parent = by_id(d, ev->parent_target);
+	if (!parent) {
+		/* we never knew the parent (events lost): look at the child afresh, keeping the
+		 * id the kernel side gave its config */
+		bool later;
+
+		if (d->ops.inspect(d->ops.ctx, (pid_t)ev->pid, &child, &later, why, sizeof(why))) {
+			d->ops.detach(d->ops.ctx, (pid_t)ev->pid, ev->target);
+			return;
+		}
+	} else {
+		/* the same memory image: the parent's interpreter, version and offsets */
+		child = *parent;
+		child.pid = (pid_t)ev->pid;
+		child.nspid = d->ops.nspid(d->ops.ctx, child.pid);
+		if (d->ops.start_time(d->ops.ctx, child.pid, &child.start_ticks)) {
+			d->ops.detach(d->ops.ctx, child.pid, ev->target);
+			return; /* already gone; its exit record follows */
+		}
+	}
+	child.id = ev->target;
+	if (!activate(d, &child, false))
+		d->stats.inherited++;
+	else
+		d->ops.detach(d->ops.ctx, child.pid, ev->target);
+}
+
+void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64_t now_ns)
+{
+	pid_t pid = (pid_t)ev->pid;
+	struct target *t = ev->target ? by_id(d, ev->target) : NULL;
+	char why[512];
+
+	switch (ev->event) {
+	case PW_PROC_FORK:
+		on_fork(d, ev, now_ns);
+		break;
+	case PW_PROC_EXEC:
+		if (t)
+			end_target(d, t, DISCOVER_END_EXEC);
+		/* a new program: look at once, then soon again (its libpython is mapped by
+		 * the dynamic loader after the exec) */
+		try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
+		if (pid == d->launched && by_pid(d, pid) && !d->opts.subprocesses)
+			d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC); /* Python itself */
+		break;
+	case PW_PROC_EXIT:
+		if (t)
+			end_target(d, t, DISCOVER_END_EXIT);
+		else if ((t = by_pid(d, pid)))
+			end_target(d, t, DISCOVER_END_EXIT); /* attached after the kernel's
+							       * exit hook ran */
+		if (watched(d, pid)) {
+			if (pid == d->launched || d->opts.subprocesses)
+				d->stats.not_python++;
+			unwatch(d, pid);
+		}
+		break;
+	}
+}
+
+uint64_t discover__tick(struct discover *d, uint64_t now_ns)
+{
+	uint64_t next = UINT64_MAX;
+	char why[512];
+
+	if (d->opts.all && now_ns >= d->next_rescan_ns)
+		discover__scan(d, now_ns);
+	/* try_pid reorders the list (swap-remove): walk it from the end */
+	for (size_t i = d->nwatch; i-- > 0;) {
+		if (i >= d->nwatch)
+			continue;
+		if (d->watch[i].next_ns <= now_ns)
+			try_pid(d, d->watch[i].pid, WATCH_AUTO, now_ns, why, sizeof(why));
+	}
+	for (size_t i = 0; i < d->nwatch; i++)
+		if (d->watch[i].next_ns < next)
+			next = d->watch[i].next_ns;
+	if (d->opts.all && d->next_rescan_ns < next)
+		next = d->next_rescan_ns;
+	return next;
+}
+
+const struct target *discover__target(const struct discover *d, uint32_t id)
+{
+	return by_id(d, id);
+}
+
+size_t discover__nactive(const struct discover *d)
+{
+	return d->ntargets;
+}
+
+size_t discover__nwatched(const struct discover *d)
+{
+	return d->nwatch;
+}
+
+const struct target *discover__active(const struct discover *d, size_t i)
+{
+	return i < d->ntargets ? &d->targets[i] : NULL;
+}
+
+const struct discover_stats *discover__stats(const struct discover *d)
+{
+	return &d->stats;
+}

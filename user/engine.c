@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: MIT
+/* The sampling engine: wires discovery, the loader and the profile together and runs the
+ * poll loop. Records arrive in one ring buffer in the order the kernel wrote them, so a
+ * process's exit record comes after its last sample; the symbols of a process that ended
+ * are freed a moment later (a sample taken on another CPU while it exited may still be in
+ * flight). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "launch.h"
+#include "loader.h"
+#include "log.h"
+#include "preflight.h"
+#include "proc.h"
+#include "target.h"
+#include "util.h"
+
+/* How long the symbols of an ended target are kept for samples still in flight. */
+#define GONE_GRACE_NS (250 * 1000000ull)
+/* The launched command's exit is checked at most this often (a waitpid each). */
+#define LAUNCH_POLL_NS (20 * 1000000ull)
+#define DEFAULT_POLL_MS 100
+#define MIN_MAX_PROCS 4096
+
+struct gone {
+	uint32_t id;
+	uint64_t at_ns;
+};
+
+struct engine {
+	struct cli_sampling s;
+	struct profile *prof;
+	struct target_cache *cache;
+	struct loader *ld;
+	struct discover *disc;
+	struct launch child;
+	bool launched, started, finished;
+	uint64_t deadline_ns, next_tick_ns, next_launch_poll_ns;
+	struct gone *gone;
+	size_t ngone, gone_cap;
+	int record_err;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static const char *const outcome_labels[] = {
+#define PW_X_LABEL(name, label) label,
+	PW_OUTCOMES(PW_X_LABEL)
+#undef PW_X_LABEL
+};
+
+static const char *const counter_labels[] = {
+#define PW_X_LABEL(name, label) label,
+	PW_COUNTERS(PW_X_LABEL)
+#undef PW_X_LABEL
+};
+
+/* Reject reasons are the outcomes labelled so; a new reason added to PW_OUTCOMES is
+ * summed without touching this file. */
+#define REJECTED_PREFIX "rejected: "
+
+uint64_t engine_rejected(const uint64_t counts[PW_OUT__COUNT], int *worst)
+{
+	uint64_t sum = 0, max = 0;
+
+	if (worst)
+		*worst = PW_OUT_TORN;
+	for (int i = 0; i < PW_OUT__COUNT; i++) {
+		if (strncmp(outcome_labels[i], REJECTED_PREFIX, strlen(REJECTED_PREFIX)))
+			continue;
+		sum += counts[i];
+		if (counts[i] > max) {
+			max = counts[i];
+			if (worst)
+				*worst = i;
+		}
+	}
+	return sum;
+}
+
+const char *engine_outcome_label(int outcome, bool short_label)
+{
+	const char *label;
+
+	if (outcome < 0 || outcome >= PW_OUT__COUNT)
+		return "?";
+	label = outcome_labels[outcome];
+	if (short_label && !strncmp(label, REJECTED_PREFIX, strlen(REJECTED_PREFIX)))
+		label += strlen(REJECTED_PREFIX);
+	return label;
+}
+
+/* ---- what discovery needs ------------------------------------------------------------- */
+
+static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later, char *why,
+		      size_t why_size)
+{
+	struct engine *e = ctx;
+
+	return target_inspect(pid, e->cache, t, maybe_later, why, why_size);
+}
+
+static int op_attach(void *ctx, const struct target *t)
+{
+	struct engine *e = ctx;
+	struct pw_proc cfg = target_config(t);
+
+	return loader__add_process(e->ld, t->pid, &cfg);
+}
+
+static void op_detach(void *ctx, pid_t pid, uint32_t id)
+{
+	struct engine *e = ctx;
+
+	loader__remove_process(e->ld, pid, id);
+}
+
+static void op_follow(void *ctx, pid_t pid, enum discover_follow how)
+{
+	struct engine *e = ctx;
+
+	loader__follow(e->ld, pid, how == DISCOVER_FOLLOW_CHILDREN);
+}
+
+static int op_start_time(void *ctx, pid_t pid, uint64_t *ticks)
+{
+	(void)ctx;
+	return proc_read_start_time(pid, ticks);
+}
+
+static pid_t op_nspid(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	return proc_read_nspid(pid);
+}
+
+static int op_list_pids(void *ctx, pid_t **out)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *de;
+	pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+
+	(void)ctx;
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		uint32_t pid;
+
+		if (!isdigit((unsigned char)de->d_name[0]) || parse_u32(de->d_name, 1, INT32_MAX, &pid))
+			continue;
+		if (grow_array((void **)&pids, &cap, n + 1, sizeof(*pids))) {
+			closedir(dir);
+			free(pids);
+			return -ENOMEM;
+		}
+		pids[n++] = (pid_t)pid;
+	}
+	closedir(dir);
+	*out = pids;
+	return (int)n;
+}
+
+static void op_began(void *ctx, const struct target *t)
+{
+	struct engine *e = ctx;
+	int err = profile__add_target(e->prof, t);
+
+	if (err)
+		e->record_err = err;
+	pw_debug("PID %d (%s): Python %u.%u.%u, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
+		 t->pid, t->comm, t->ver.major, t->ver.minor, t->ver.micro,
+		 (unsigned long long)t->ver.cfg.runtime_addr, t->binary, t->id,
+		 t->container[0] ? ", container " : "", t->container);
+}
+
+static void op_ended(void *ctx, const struct target *t, enum discover_end why)
+{
+	struct engine *e = ctx;
+
+	pw_debug("PID %d: target %u ended (%s)\n", t->pid, t->id,
+		 why == DISCOVER_END_EXEC ? "exec" : "exit");
+	if (grow_array((void **)&e->gone, &e->gone_cap, e->ngone + 1, sizeof(*e->gone))) {
+		profile__target_gone(e->prof, t->id);
+		return;
+	}
+	e->gone[e->ngone++] = (struct gone){ .id = t->id, .at_ns = now_ns() + GONE_GRACE_NS };
+}
+
+static void op_note(void *ctx, pid_t pid, const char *why)
+{
+	(void)ctx;
+	pw_debug("PID %d: %s\n", pid, why);
+}
+
+static const struct discover_ops discover_ops = {
+	.inspect = op_inspect,
+	.attach = op_attach,
+	.detach = op_detach,
+	.follow = op_follow,
+	.start_time = op_start_time,
+	.nspid = op_nspid,
+	.list_pids = op_list_pids,
+	.began = op_began,
+	.ended = op_ended,
+	.note = op_note,
+};
+
+/* Free the symbols of targets whose grace period is over (all of them with `all`). */
+static void release_gone(struct engine *e, uint64_t now, bool all)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < e->ngone; i++) {
+		if (all || e->gone[i].at_ns <= now)
+			profile__target_gone(e->prof, e->gone[i].id);
+		else
+			e->gone[kept++] = e->gone[i];
+	}
+	e->ngone = kept;
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	struct engine *e = ctx;
+	__u32 kind;
+
+	if (size >= sizeof(struct pw_proc_rec)) {
+		memcpy(&kind, data, sizeof(kind));
+		if (kind == PW_REC_PROC) {
+			discover__on_event(e->disc, data, now_ns());
+			e->next_tick_ns = 0; /* new processes to look at soon */
+			return e->record_err;
+		}
+	}
+	return profile__add_record(e->prof, data, size);
+}
+
+/* ---- lifetime -------------------------------------------------------------------------- */
+
+struct engine *engine__new(const struct engine_opts *opts)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct engine *e;
+	char why[512];
+
+	if (preflight_check(why, sizeof(why))) {
+		pw_err("%s\n", why);
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		pw_err("out of memory\n");
+		return NULL;
+	}
+	e->s = *opts->sampling;
+	e->child = (struct launch){ .pid = -1, .release_fd = -1, .exec_err_fd = -1 };
+	e->cache = target_cache__new();
+	e->prof = profile__new(&opts->profile);
+	if (!e->cache || !e->prof) {
+		pw_err("out of memory\n");
+		goto fail;
+	}
+	/* a named PID that is not there, or not Python, fails before anything is written or
+	 * loaded (unless its descendants are what is followed) */
+	for (size_t i = 0; i < e->s.npids; i++) {
+		struct target t;
+		int err = target_inspect(e->s.pids[i], e->cache, &t, NULL, why, sizeof(why));
+
+		if (err && !(err == -ENOEXEC && e->s.subprocesses)) {
+			pw_err("%s\n", why);
+			goto fail;
+		}
+	}
+	/* from here a temporary output file may exist: these signals end the run through the
+	 * normal path, and a closed pipe is a write error to report, not a silent death */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return e;
+fail:
+	engine__free(e);
+	return NULL;
+}
+
+void engine__free(struct engine *e)
+{
+	if (!e)
+		return;
+	if (e->launched)
+		launch_kill(&e->child);
+	loader__free(e->ld);
+	discover__free(e->disc);
+	profile__free(e->prof);
+	target_cache__free(e->cache);
+	free(e->gone);
+	free(e);
+}
+
+/* Room for this many processes in the kernel-side maps. */
+static uint32_t max_processes(const struct engine *e)
+{
+	uint32_t n = e->s.max_processes;
+	pid_t *pids = NULL;
+	int running;
+
+	if (n)
+		return n;
+	if (!e->s.all && !e->s.subprocesses && !e->s.command)
+		return e->s.npids * 4 > 64 ? (uint32_t)e->s.npids * 4 : 64;
+	running = op_list_pids(NULL, &pids);
+	free(pids);
+	return running * 2 > MIN_MAX_PROCS ? (uint32_t)running * 2 : MIN_MAX_PROCS;
+}
+
+int engine__start(struct engine *e)
+{
+	struct discover_opts dopts = { .all = e->s.all, .subprocesses = e->s.subprocesses,
+				       .launched = e->s.command != NULL };
+	struct discover_ops ops = discover_ops;
+	char why[512] = "";
+	int err;
+
+	ops.ctx = e;
+	e->disc = discover__new(&dopts, &ops);
+	if (!e->disc) {
+		pw_err("out of memory\n");
+		return -ENOMEM;
+	}
+	if (e->s.command) {
+		err = launch_prepare(&e->child, e->s.command);
+		if (err) {
+			pw_err("cannot start %s: %s\n", e->s.command[0], strerror(-err));
+			return err;
+		}
+		e->launched = true;
+	}
+	log_hook_libbpf();
+	e->ld = loader__open(&(struct loader_opts){ .frequency_hz = e->s.frequency_hz,
+						    .max_depth = e->s.max_depth,
+						    .event = e->s.event,
+						    .follow_all = e->s.all,
+						    .max_procs = max_processes(e),
+						    .on_record = on_record,
+						    .ctx = e },
+			     why, sizeof(why));
+	if (!e->ld) {
+		pw_err("%s\n", why);
+		return -errno;
+	}
+	/* sampling starts with tracking: writers state its period and time span */
+	profile__start_sampling(e->prof, e->s.frequency_hz);
+	for (size_t i = 0; i < e->s.npids; i++) {
+		err = discover__add_pid(e->disc, e->s.pids[i], why, sizeof(why));
+		if (err) {
+			pw_err("%s\n", why[0] ? why : strerror(-err));
+			return err;
+		}
+	}
+	if (e->s.all) {
+		err = discover__scan(e->disc, now_ns());
+		if (err) {
+			pw_err("cannot list processes: %s\n", strerror(-err));
+			return err;
+		}
+	}
+	if (e->launched) {
+		err = discover__add_launched(e->disc, e->child.pid);
+		if (!err)
+			err = launch_release(&e->child);
+		if (err) {
+			pw_err("cannot run %s: %s\n", e->s.command[0], strerror(-err));
+			return err;
+		}
+	}
+	if (e->s.duration_ms)
+		e->deadline_ns = now_ns() + e->s.duration_ms * 1000000ull;
+	e->started = true;
+	pw_debug("sampling at %u Hz: %zu process(es) now\n", e->s.frequency_hz,
+		 discover__nactive(e->disc));
+	return 0;
+}
+
+bool engine__sampling(const struct engine *e)
+{
+	if (e->finished)
+		return false;
+	if (e->s.all)
+		return true;
+	if (e->launched)
+		return !e->child.exited;
+	return discover__nactive(e->disc) + discover__nwatched(e->disc) > 0;
+}
+
+bool engine__interrupted(const struct engine *e)
+{
+	(void)e;
+	return stop_requested;
+}
+
+int engine__run(struct engine *e, const struct engine_hook *hook)
+{
+	int poll_ms = hook && hook->poll_ms ? hook->poll_ms : DEFAULT_POLL_MS;
+
+	while (!stop_requested) {
+		uint64_t now = now_ns(), wait_ns = (uint64_t)poll_ms * 1000000ull;
+		int err, r;
+
+		if (e->next_tick_ns > now && e->next_tick_ns - now < wait_ns)
+			wait_ns = e->next_tick_ns - now;
+		if (e->next_tick_ns <= now)
+			wait_ns = 0;
+		if (e->deadline_ns && e->deadline_ns > now && e->deadline_ns - now < wait_ns)
+			wait_ns = e->deadline_ns - now;
+		err = loader__poll(e->ld, (int)((wait_ns + 999999) / 1000000));
+		if (err < 0 || e->record_err) {
+			err = err < 0 ? err : e->record_err;
+			pw_err("reading samples failed: %s\n", strerror(-err));
+			return err;
+		}
+		now = now_ns();
+		if (now >= e->next_tick_ns)
+			e->next_tick_ns = discover__tick(e->disc, now);
+		release_gone(e, now, false);
+		if (e->deadline_ns && now >= e->deadline_ns)
+			break;
+		if (e->launched && now >= e->next_launch_poll_ns) {
+			launch_poll_exit(&e->child);
+			e->next_launch_poll_ns = now + LAUNCH_POLL_NS;
+		}
+		if (!engine__sampling(e))
+			break;
+		if (hook && hook->tick) {
+			r = hook->tick(hook->ctx, e, now);
+			if (r < 0)
+				return r;
+			if (r)
+				break;
+		}
+	}
+	return 0;
+}
+
+int engine__finish(struct engine *e)
+{
+	int err;
+
+	if (e->finished || !e->ld)
+		return 0;
+	e->finished = true;
+	/* stop sampling, then take what is still in the ring buffer: after this the counters
+	 * and the records agree */
+	loader__stop(e->ld);
+	profile__stop_sampling(e->prof);
+	err = loader__drain(e->ld);
+	if (err < 0) {
+		pw_err("reading samples failed: %s\n", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int engine__read_counts(struct engine *e, struct engine_counts *c)
+{
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	if (!e->ld)
+		return 0;
+	err = loader__read_outcomes(e->ld, c->outcomes, &c->runs);
+	if (!err)
+		err = loader__read_counters(e->ld, c->counters);
+	return err;
+}
+
+struct profile *engine__profile(struct engine *e)
+{
+	return e->prof;
+}
+
+const struct discover *engine__discover(const struct engine *e)
+{
+	return e->disc;
+}
+
+void engine__print_summary(struct engine *e, const struct engine_counts *c)
+{
+	const struct profile_drops *d = profile__drops(e->prof);
+	const struct discover_stats *ds = e->disc ? discover__stats(e->disc) : NULL;
+	uint64_t dropped = profile__dropped(e->prof), skipped = 0;
+
+	if (log_level < LOG_INFO)
+		return;
+	fprintf(stderr, "pywalk: %llu perf events, accounted as:\n", (unsigned long long)c->runs);
+	for (int i = 0; i < PW_OUT__COUNT; i++)
+		fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+			(unsigned long long)c->outcomes[i]);
+	if (dropped)
+		fprintf(stderr,
+			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "
+			"(code object unreadable, e.g. process exited), %llu stale (code object "
+			"freed and its address reused), %llu malformed, %llu of untracked "
+			"processes\n",
+			(unsigned long long)dropped, (unsigned long long)d->unsymbolized,
+			(unsigned long long)d->stale, (unsigned long long)d->malformed,
+			(unsigned long long)d->unknown_pid);
+	if (!ds)
+		return;
+	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)
+		skipped += ds->skipped[i];
+	if (ds->targets > 1 || skipped || e->s.all || e->s.subprocesses) {
+		fprintf(stderr, "pywalk: %llu processes sampled (%llu fork children inherited "
+				"their parent's interpreter)",
+			(unsigned long long)ds->targets, (unsigned long long)ds->inherited);
+		if (skipped) {
+			const char *sep = "; skipped: ";
+
+			for (int i = 0; i < DISCOVER_SKIP__COUNT; i++) {
+				if (!ds->skipped[i])
+					continue;
+				fprintf(stderr, "%s%llu %s", sep, (unsigned long long)ds->skipped[i],
+					discover_skip_label(i));
+				sep = ", ";
+			}
+		}
+		fprintf(stderr, "\n");
+	}
+	if (c->counters[PW_CNT_PROC_LOST] || c->counters[PW_CNT_CODE_LOST])
+		pw_warn("%llu process events and %llu code records were lost (ring buffer full)\n",
+			(unsigned long long)c->counters[PW_CNT_PROC_LOST],
+			(unsigned long long)c->counters[PW_CNT_CODE_LOST]);
+	if (log_level >= LOG_DEBUG) {
+		const struct symtab_stats *ss = profile__symtab_stats(e->prof);
+
+		for (int i = 1; i < PW_CNT__COUNT; i++)
+			pw_debug("%s: %llu\n", counter_labels[i],
+				 (unsigned long long)c->counters[i]);
+		pw_debug("code objects: %llu from code records, %llu read from targets, %llu "
+			 "records rejected, %llu evicted; cache %zu of %zu bytes, names %zu bytes; "
+			 "%llu inspections\n",
+			 (unsigned long long)ss->from_records, (unsigned long long)ss->from_memory,
+			 (unsigned long long)ss->bad_records, (unsigned long long)ss->evictions,
+			 ss->bytes, ss->budget, ss->func_bytes,
+			 (unsigned long long)ds->inspections);
+	}
+}

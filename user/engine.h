@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling engine every command runs on: privilege checks, target discovery (named
+ * PIDs, a launched command, --all, --subprocesses), the loader, the profile, signals and
+ * the poll loop that feeds records to them. A command parses its options (cli.h), starts
+ * the engine, runs it with its own hook (progress line, key presses, windows), then reads
+ * the profile and the counters. */
+#ifndef PW_ENGINE_H
+#define PW_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "abi.h"
+#include "cli.h"
+#include "discover.h"
+#include "profile.h"
+
+struct engine;
+
+struct engine_opts {
+	const struct cli_sampling *sampling;
+	struct profile_opts profile;
+};
+
+/* Every counter the kernel side and the engine keep, read at one moment. */
+struct engine_counts {
+	uint64_t outcomes[PW_OUT__COUNT];
+	uint64_t runs;			  /* sampler runs; the outcomes add up to it */
+	uint64_t counters[PW_CNT__COUNT]; /* code and process records */
+};
+
+/* Check privileges and the kernel, and (without touching the kernel) that the named PIDs
+ * are Python processes pywalk can sample. Prints the one error line and returns NULL. */
+struct engine *engine__new(const struct engine_opts *opts);
+void engine__free(struct engine *e);
+
+/* Load and attach the BPF side, start following the targets (launching the command, if
+ * any), and stamp the start of sampling. Prints the error and returns a negative errno. */
+int engine__start(struct engine *e);
+
+/* Called every loop turn with the time; returns 0 to go on, 1 to stop, or a negative errno
+ * (printed by the hook). `poll_ms` bounds the wait for records between turns. */
+struct engine_hook {
+	int (*tick)(void *ctx, struct engine *e, uint64_t now_ns);
+	int poll_ms;
+	void *ctx;
+};
+
+/* Sample until a signal (SIGINT, SIGTERM, SIGHUP), -d, the hook, or the end of every target
+ * (the launched command's exit, in launch mode). 0 or a negative errno (printed). */
+int engine__run(struct engine *e, const struct engine_hook *hook);
+
+/* Stop sampling and take every record still in the ring buffer: after this the counters and
+ * the profile agree. Idempotent. 0 or a negative errno (printed). */
+int engine__finish(struct engine *e);
+
+/* Was the run ended by a signal? */
+bool engine__interrupted(const struct engine *e);
+/* Is anything left to sample (a target, or a followed process that may become one)? */
+bool engine__sampling(const struct engine *e);
+
+int engine__read_counts(struct engine *e, struct engine_counts *c);
+struct profile *engine__profile(struct engine *e);
+const struct discover *engine__discover(const struct engine *e);
+
+/* The end-of-run accounting on stderr (at the default log level): every sampler run in
+ * exactly one bucket, what userspace could not count, the processes seen and skipped. */
+void engine__print_summary(struct engine *e, const struct engine_counts *c);
+
+/* Sum of the "rejected: ..." outcomes; *worst (may be NULL) gets the biggest of them
+ * (PW_OUT_TORN when all are zero). */
+uint64_t engine_rejected(const uint64_t counts[PW_OUT__COUNT], int *worst);
+/* Printed label of an outcome ("rejected: torn chain"); `short_label` drops "rejected: ". */
+const char *engine_outcome_label(int outcome, bool short_label);
+
+#endif
