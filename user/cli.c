@@ -76,6 +76,10 @@ void cli_help_groups(FILE *f, unsigned int groups)
 			"  -f, --format FMT       %s\n"
 			"                         (default: by FILE's extension, else folded)\n",
 			out_names());
+}
+
+void cli_help_other(FILE *f, unsigned int groups)
+{
 	fprintf(f, "Other:\n");
 	if (groups & CLI_QUIET)
 		fprintf(f, "  -q, --quiet            no summary or progress line, only errors\n");

@@ -61,8 +61,10 @@ struct cli_spec {
 int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
 	      struct cli_output *o);
 
-/* The options part of the help text for `groups`. */
+/* The options part of the help text for `groups`: what to sample, output; then the
+ * command's own options; then cli_help_other (verbosity, help). */
 void cli_help_groups(FILE *f, unsigned int groups);
+void cli_help_other(FILE *f, unsigned int groups);
 
 /* Print "pywalk: <fmt % arg>" and the pointer to `pywalk CMD --help`; returns the usage
  * exit code. */

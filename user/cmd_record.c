@@ -31,16 +31,20 @@ static void record_help(FILE *f)
 		"complete are counted; every sample is accounted for in a summary on stderr.\n"
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT | CLI_QUIET);
+	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT);
+	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n");
+	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
-		"      --threads          add a root frame per thread: 'comm (TID)'\n\n"
+		"\n"
 		"-o FILE: a regular FILE is replaced atomically (temporary file, then rename;\n"
 		"mode 0666 minus the umask); a symbolic link at FILE is refused, and in its\n"
 		"directory only links of root or yours are followed; an existing FIFO or device\n"
 		"is written in place (a FIFO needs a reader); '-' is stdout.\n\n"
 		"Folded output: one line per distinct stack, root first,\n"
 		"  'qualname (file:line);...;qualname (file:line) COUNT'\n"
-		"with ';', '\\' and control characters in names written as \\x3b, \\\\, \\n, \\xNN.\n"
+		"with ';', '\\' and control characters in names written as \\x3b, \\\\, \\n, \\xNN\n"
+		"(NUL \\x00), and C1, bidi and invisible characters as \\uXXXX (\\UXXXXXXXX\n"
+		"past U+FFFF).\n"
 		"Several processes (and --all) get a root frame 'comm (PID)'.\n\n"
 		"Examples:\n"
 		"    pywalk record -p 4242 -d 10 -o out.folded     # 10 s of PID 4242\n"

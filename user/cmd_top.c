@@ -54,8 +54,10 @@ static void top_help(FILE *f)
 	fprintf(f,
 		"View:\n"
 		"  -i, --interval TIME    refresh every TIME: 1, 1s, 500ms (default 1s; 100ms-1h)\n"
-		"      --cumulative       start with whole-run totals, not the last interval\n\n"
-		"Keys:\n"
+		"      --cumulative       start with whole-run totals, not the last interval\n");
+	cli_help_other(f, 0);
+	fprintf(f,
+		"\nKeys:\n"
 		"  o, 1, 3   sort by own samples (the default)\n"
 		"  t, 2, 4   sort by total samples\n"
 		"  n, 5      sort by function name\n"

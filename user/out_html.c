@@ -4,7 +4,8 @@
  * as a string table, a frame table and the tree's nodes in preorder ([frame, depth, self
  * samples] each), which is far smaller than one array per stack and lets the page rebuild
  * the layout in one linear pass. No data ever goes through HTML parsing: names are JSON
- * strings with '<', '>' and '&' escaped, read with JSON.parse and drawn on a canvas. */
+ * strings with '<', '>' and '&' escaped, read with JSON.parse and drawn on a canvas, where
+ * the page shows the unsafe code points (listed in the data) as \uXXXX text. */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <stdlib.h>
@@ -282,6 +283,26 @@ static int add_json_str(struct strbuf *sb, const char *s)
 	return err;
 }
 
+/* "unsafe":[first,last,...]: the non-ASCII code points the page must not draw raw, from
+ * the one list every writer uses, so the page cannot drift from the other outputs. */
+static int add_unsafe(struct strbuf *sb)
+{
+	int err = strbuf_add(sb, ",\"unsafe\":[", 11);
+	bool first = true;
+
+	for (size_t i = 0; i < escape_unsafe_nranges && !err; i++) {
+		uint32_t lo = escape_unsafe_ranges[i].first, hi = escape_unsafe_ranges[i].last;
+
+		if (hi < 0x80)
+			continue; /* ASCII controls: the page shows them as before */
+		err = strbuf_addf(sb, "%s%u,%u", first ? "" : ",", lo < 0x80 ? 0x80 : lo, hi);
+		first = false;
+	}
+	if (!err)
+		err = strbuf_add(sb, "]", 1);
+	return err;
+}
+
 /* The page title (HTML text) and the document title inside the data (JSON). */
 static int make_title(const struct profile *p, struct strbuf *title)
 {
@@ -305,6 +326,8 @@ static int add_data(struct html *h, struct strbuf *sb, const char *title)
 			  PYWALK_VERSION);
 	if (!err)
 		err = add_json_str(sb, title);
+	if (!err)
+		err = add_unsafe(sb);
 	if (!err)
 		err = strbuf_addf(sb,
 				  ",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"

@@ -58,7 +58,7 @@ struct pprof {
 	uint64_t *ids;	     /* scratch: location ids of a stack, leaf first */
 };
 
-/* String table index of s (as valid UTF-8), or a negative errno. */
+/* String table index of s (as valid UTF-8, U+0000 as U+FFFD), or a negative errno. */
 static int64_t str_id(struct pprof *pp, const char *s)
 {
 	int err;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "htab.h"
 #include "linetable.h"
 #include "proc.h"
@@ -128,6 +129,12 @@ char *symtab_decode_str(const uint8_t *data, size_t len, unsigned int kind, bool
 			cp = c;
 		} else {
 			memcpy(&cp, data + 4 * i, 4);
+		}
+		if (!cp) {
+			/* a NUL would end the C string here: the internal form keeps the rest */
+			memcpy(p, ESCAPE_NUL, 2);
+			p += 2;
+			continue;
 		}
 		p += utf8_put(p, cp);
 	}

@@ -14,6 +14,7 @@
 #include <wchar.h>
 #include <curses.h>
 
+#include "escape.h"
 #include "top_view.h"
 
 /* A column holds at most 4 bytes: a wide character (2 columns) is at most 4 bytes and the
@@ -58,37 +59,6 @@ void top_view_layout(int cols, struct top_layout *l)
 	l->func_cols = l->file ? rest - l->file_cols - 1 : rest;
 }
 
-/* One UTF-8 sequence at s: its length and code point, or 0 when it is not valid UTF-8
- * (overlong, surrogate, beyond U+10FFFF, or cut short, which includes the terminator). */
-static int utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t v, min;
-	int n;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2, v = s[0] & 0x1f, min = 0x80;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3, v = s[0] & 0x0f, min = 0x800;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4, v = s[0] & 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return n;
-}
-
 /* One screen cell group: a printable character as is, or the escape standing for it. */
 struct cell {
 	char text[12];
@@ -99,7 +69,7 @@ static void next_cell(const char **s, bool utf8, struct cell *c)
 {
 	const unsigned char *p = (const unsigned char *)*s;
 	uint32_t cp;
-	int n = utf8_decode(p, &cp), w;
+	int n = (int)escape_utf8_next(*s, &cp), w;
 
 	if (!n) {
 		c->len = c->cols = snprintf(c->text, sizeof(c->text), "\\x%02x", p[0]);
@@ -111,16 +81,16 @@ static void next_cell(const char **s, bool utf8, struct cell *c)
 		if (cp == '\n' || cp == '\t' || cp == '\\')
 			c->len = snprintf(c->text, sizeof(c->text), "\\%c",
 					  cp == '\n' ? 'n' : cp == '\t' ? 't' : '\\');
-		else if (cp < 0x20 || cp == 0x7f)
+		else if (cp < 0x20 || cp == 0x7f) /* U+0000 too, stored as ESCAPE_NUL */
 			c->len = snprintf(c->text, sizeof(c->text), "\\x%02x", cp);
 		else
 			c->text[0] = (char)cp, c->len = 1;
 		c->cols = c->len;
 		return;
 	}
-	/* C1 controls (U+0080-009F) are escapes to some terminals (U+009B is CSI); zero-width
-	 * and bidi controls would let a name disguise itself: only width 1 or 2 passes */
-	w = utf8 && cp >= 0xa0 ? wcwidth((wchar_t)cp) : -1;
+	/* the shared list (C1 controls, U+009B being CSI; bidi controls; characters that draw
+	 * nothing) never passes, and of the rest only what takes 1 or 2 columns */
+	w = utf8 && !escape_unsafe(cp) ? wcwidth((wchar_t)cp) : -1;
 	if (w == 1 || w == 2) {
 		memcpy(c->text, p, n);
 		c->len = n;

@@ -197,9 +197,18 @@ def hostile(pywalk_bin, tmp_path_factory):
     return out
 
 
-def expected_leaves():
-    """(name, file) of every hostile leaf as pywalk reports it."""
-    return [(hn.shown(n), hn.shown(f)) for n, f, _ in hn.LEAVES]
+def expected_leaves(**how):
+    """(name, file) of every hostile leaf as pywalk reports it (hn.shown's options)."""
+    return [(hn.shown(n, **how), hn.shown(f, **how)) for n, f, _ in hn.LEAVES]
+
+
+# the leaves holding code points no output may show raw (hn.NEVER_RAW)
+NEVER_RAW_LEAVES = [(n, f) for n, f, _ in hn.LEAVES if any(c in n + f for c in hn.NEVER_RAW)]
+
+
+def raw_never_raw(text):
+    """The NEVER_RAW code points that occur raw in text."""
+    return sorted(set(c for c in hn.NEVER_RAW if c in text))
 
 
 THREAD_NAME = hn.THREAD_NAME.decode()
@@ -207,11 +216,12 @@ THREAD_NAME = hn.THREAD_NAME.decode()
 
 # --- folded --------------------------------------------------------------------------
 
-FOLDED_ESC_RE = re.compile(r"\\(\\|n|x[0-9a-f]{2})")
+FOLDED_ESC_RE = re.compile(r"\\(\\|n|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 
 
 def folded_unescape(text):
-    """Undo the documented escapes: \\x3b, \\\\, \\n, \\xNN."""
+    """Undo the documented escapes: \\x3b, \\\\, \\n, \\xNN (below 80: this target's
+    names are UTF-8), \\uXXXX, \\UXXXXXXXX."""
     def one(m):
         e = m.group(1)
         return "\\" if e == "\\" else "\n" if e == "n" else chr(int(e[1:], 16))
@@ -260,6 +270,18 @@ def test_folded_hostile_one_line_per_stack_and_names_round_trip(hostile):
     assert not missing, "hostile leaves missing from the folded output: %r" % missing
 
 
+def test_folded_never_shows_unsafe_code_points_raw(hostile):
+    """C1, bidi and zero-width characters are \\uXXXX and a NUL \\x00: the file printed to
+    a terminal cannot send CSI or reorder text, and a NUL does not cut a name."""
+    with open(hostile["folded"], "rb") as f:
+        data = f.read()
+    text = data.decode("utf-8")  # valid UTF-8 throughout
+    assert not raw_never_raw(text), "raw in the folded file: %r" % raw_never_raw(text)
+    for esc in ("\\u009b", "\\u202e", "\\u2066", "\\u2069", "\\u200b", "\\ufeff"):
+        assert esc in text, "%s missing from the folded file" % esc
+    assert "nul\\x00after (/srv/nul\\x00after.py:" in text
+
+
 # --- speedscope ----------------------------------------------------------------------
 
 def check_speedscope_document(doc):
@@ -289,6 +311,12 @@ def test_speedscope_hostile_is_json_with_the_original_names(hostile):
     missing = [n[:60] for n in expected_leaves() if n not in frames]
     assert not missing, "hostile names missing or changed: %r" % missing
     assert hn.CALLER in frames
+    # the names come back whole (NUL included) from \\uXXXX escapes, never raw characters
+    with open(hostile["speedscope"], encoding="utf-8") as f:
+        text = f.read()
+    assert not raw_never_raw(text), "raw in the speedscope file: %r" % raw_never_raw(text)
+    for esc in ("\\u009b", "\\u202e", "\\u2066", "\\u200b", "\\ufeff", "nul\\u0000after"):
+        assert esc in text, "%s missing from the speedscope file" % esc
     assert doc["name"] == "%s (%d)" % (THREAD_NAME, hostile["pid"])
     assert [p["name"] for p in doc["profiles"]] == ["%s (%d)" % (THREAD_NAME, hostile["pid"])]
 
@@ -344,7 +372,8 @@ def test_pprof_hostile_names_shown_by_go_tool_pprof(hostile, go_bin):
     assert "PeriodType: cpu nanoseconds" in raw
     assert "Period: %d\n" % PERIOD_NS in raw
     assert "samples/count cpu/nanoseconds[dflt]" in raw
-    for name, path in expected_leaves() + [hn.CALLER]:
+    # protobuf has no escapes: the names as they are, U+0000 as U+FFFD
+    for name, path in expected_leaves(pprof=True) + [hn.CALLER]:
         assert " %s %s:" % (name, path) in raw, "%r not shown by pprof -raw" % name[:60]
     assert "thread_name:[%s]" % THREAD_NAME in raw
     assert "pid:[%d] tid:[%d]" % (hostile["pid"], hostile["pid"]) in raw
@@ -425,9 +454,14 @@ def test_html_hostile_page_is_safe_and_searchable(hostile, node_tools):
     missing = [n[:60] for pair in expected_leaves() for n in pair if n not in strings]
     assert not missing, "names changed in the page's data: %r" % missing
     assert "%s (%d)" % (THREAD_NAME, hostile["pid"]) in strings  # the --threads root
+    assert not raw_never_raw(page), "raw in the page: %r" % raw_never_raw(page)
 
+    probes = {"frames": [n for n, _ in NEVER_RAW_LEAVES],
+              # by the form shown, by a plain part, and by a name as it is
+              "searches": ["rlo\\u202eevil", "\\U202E", "evil_txt", "nul\\x00after",
+                           "zero\u200bwidth"]}
     res = browser(node_tools, "flame", hostile["html"], artifact("flame-hostile.png"),
-                  "window.__pwned", "caller;")
+                  "window.__pwned", "caller;", json.dumps(probes))
     assert not res["pageErrors"] and not res["consoleErrors"], res
     assert res["pwned"] == "undefined", "a name's script ran"
     assert res["requests"] == ["file://" + os.path.abspath(hostile["html"])], res["requests"]
@@ -440,6 +474,23 @@ def test_html_hostile_page_is_safe_and_searchable(hostile, node_tools):
     assert res["crumbs"].startswith("Zoomed to: " + hn.CALLER[0]), res["crumbs"]
     # the search finds the hostile name (case-insensitive substring)
     assert res["matched"] > 0 and res["matchText"].startswith("Matched: "), res
+
+    # what the page shows of a name (breadcrumbs, tooltip, footer, canvas labels) has the
+    # unsafe code points as \\uXXXX text and a NUL as \\x00, never raw
+    for (name, path), got in zip(NEVER_RAW_LEAVES, res["frames"]):
+        want = "%s (%s:" % (hn.shown(name, as_text=True), hn.shown(path, as_text=True))
+        assert got.get("label", "").startswith(name), "%r not found on the page" % name
+        assert got["crumbs"].startswith("Zoomed to: " + want), got["crumbs"]
+        assert got["tooltip"].startswith(want), got["tooltip"]
+        assert any(t == hn.shown(name, as_text=True) for t in got["drawn"]), got["drawn"]
+        for what in ("crumbs", "tooltip", "details"):
+            assert not raw_never_raw(got[what]), (what, got[what])
+        for t in got["drawn"]:
+            assert not raw_never_raw(t), "drawn raw on the canvas: %r" % t
+    assert not raw_never_raw(res["heading"] + res["title"])
+    for s in res["searches"]:
+        assert s["matched"] > 0, "search %r found nothing" % s["query"]
+        assert s["matched"] < res["total"], "search %r matched everything" % s["query"]
 
 
 def test_html_100k_stacks_loads_fast(node_tools):

@@ -8,8 +8,9 @@ warm-up. The main thread loops forever over LEAVES: each round calls every leaf 
 CALLER, and a leaf runs WORK_UNIT * weight iterations of one busy line, so the CPU time of
 the leaves splits in the ratio of their weights (the same loop body for all of them).
 The names carry ';' (folded's separator), newlines, quotes, '<', '&', '</script>' (an HTML
-page's script end), U+2028, a lone surrogate, non-ASCII and very long strings; the file
-names too. The thread's name (comm) is hostile as well: it is what --threads shows.
+page's script end), U+2028, a lone surrogate, non-ASCII and very long strings, code points
+no output may show raw (NEVER_RAW: a C1 CSI, bidi controls, zero-width characters) and an
+embedded NUL; the file names too. The thread's name (comm) is hostile as well: it is what --threads shows.
 --plain uses ordinary names with the same weights (for comparing formats by name).
 
 The test imports this module for the expected names: keep module level free of effects.
@@ -34,7 +35,16 @@ LEAVES = (
     ("surrogate\udcff", "/srv/sur\udcffrogate.py", 2),
     (LONG, "/srv/" + "d" * 1000 + ".py", 2),
     (VERY_LONG, "/srv/very_long.py", 2),
+    ("csi\u009b31m_red", "/srv/c1\u009b[2J.py", 2),
+    ("rlo\u202eevil_txt.py", "/srv/bidi\u202efdp.py", 2),
+    ("iso\u2066late\u2069d", "/srv/iso\u2066.py", 2),
+    ("zero\u200bwidth", "/srv/zw\u200b.py", 2),
+    ("bom\ufeffin_name", "/srv/\ufeffbom.py", 2),
+    ("nul\x00after", "/srv/nul\x00after.py", 2),
 )
+# what those leaves hold that pywalk never shows raw: C1 CSI, bidi override and isolates,
+# zero-width space, BOM, and U+0000
+NEVER_RAW = ("\u009b", "\u202e", "\u2066", "\u2069", "\u200b", "\ufeff", "\x00")
 CALLER = ("caller;</script>\n&<x>", "/srv/caller;<x>.py")
 PLAIN_LEAVES = tuple(("leaf_%d" % i, "/srv/plain.py", w) for i, (_, _, w) in enumerate(LEAVES))
 PLAIN_CALLER = ("caller", "/srv/plain.py")
@@ -42,12 +52,19 @@ THREAD_NAME = b"<t>;\"&'x"   # comm holds 15 bytes; the process name is the main
 WORK_UNIT = 40000
 
 
-def shown(name):
+def shown(name, pprof=False, as_text=False):
     """The name as pywalk reports it: lone surrogates become U+FFFD, and names longer than
-    SYMTAB_MAX_STR code points are cut and marked with U+2026."""
+    SYMTAB_MAX_STR code points are cut and marked with U+2026. U+0000 is kept (JSON has
+    \\u0000, folded \\x00), except in pprof, which has U+FFFD for it. as_text: as the
+    HTML page and `top` draw it, NEVER_RAW as \\uXXXX text and U+0000 as \\x00."""
     name = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in name)
     if len(name) > SYMTAB_MAX_STR:
         name = name[:SYMTAB_MAX_STR] + "\u2026"
+    if pprof:
+        name = name.replace("\x00", "\ufffd")
+    if as_text:
+        name = "".join(("\\x00" if c == "\x00" else "\\u%04x" % ord(c))
+                       if c in NEVER_RAW else c for c in name)
     return name
 
 

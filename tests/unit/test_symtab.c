@@ -63,6 +63,26 @@ static void test_object_changed_since_the_sample_is_dropped_as_stale(void **stat
 	fx_free(fx);
 }
 
+/* U+0000 is a legal str character: it must not end the name (all three kinds) */
+static void test_decode_str_keeps_what_follows_a_nul(void **state)
+{
+	static const uint8_t latin1[] = { 'n', 'u', 'l', 0, 'a', 'f', 't', 'e', 'r' };
+	static const uint16_t ucs2[] = { 'n', 0, 0x20ac, 0 };
+	static const uint32_t ucs4[] = { 0, 0x1f525, 0, 'z' };
+	char *s;
+
+	(void)state;
+	s = symtab_decode_str(latin1, 9, 1, false);
+	assert_string_equal(s, "nul" ESCAPE_NUL "after");
+	free(s);
+	s = symtab_decode_str((const uint8_t *)ucs2, 4, 2, false);
+	assert_string_equal(s, "n" ESCAPE_NUL "\xe2\x82\xac" ESCAPE_NUL);
+	free(s);
+	s = symtab_decode_str((const uint8_t *)ucs4, 4, 4, true);
+	assert_string_equal(s, ESCAPE_NUL "\xf0\x9f\x94\xa5" ESCAPE_NUL "z\xe2\x80\xa6");
+	free(s);
+}
+
 static void test_decode_str_is_valid_utf8(void **state)
 {
 	static const uint16_t ucs2[] = { 'a', 0xd800, 0x20ac };
@@ -87,6 +107,7 @@ int main(void)
 		cmocka_unit_test(test_reused_address_is_not_named_after_the_old_object),
 		cmocka_unit_test(test_object_changed_since_the_sample_is_dropped_as_stale),
 		cmocka_unit_test(test_decode_str_is_valid_utf8),
+		cmocka_unit_test(test_decode_str_keeps_what_follows_a_nul),
 	};
 
 	return cmocka_run_group_tests_name("symtab", tests, NULL, NULL);

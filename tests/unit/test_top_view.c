@@ -7,10 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "escape.h"
 #include "top_view.h"
 
 #define ELLIPSIS "\xe2\x80\xa6"
@@ -64,6 +66,48 @@ static void test_top_view_c1_bidi_and_zero_width_are_escaped_in_utf8(void **stat
 	assert_text("x\xe2\x80\xae" "y", true, 80, false, "x\\u202ey", 8);
 	assert_text("x\xe2\x80\x8b" "y", true, 80, false, "x\\u200by", 8);
 	assert_text("\xf3\xa0\x80\x81", true, 80, false, "\\U000e0001", 10);
+}
+
+/* The view escapes exactly what the other outputs escape: every non-ASCII code point of
+ * the shared list, including those the locale gives a width (soft hyphen, Hangul filler) */
+static void test_top_view_escapes_every_code_point_of_the_shared_list(void **state)
+{
+	char in[8], want[16];
+	size_t checked = 0;
+
+	(void)state;
+	for (size_t i = 0; i < escape_unsafe_nranges; i++) {
+		for (uint32_t cp = escape_unsafe_ranges[i].first; cp <= escape_unsafe_ranges[i].last;
+		     cp++) {
+			if (cp < 0x80)
+				continue; /* ASCII controls: \xNN, tested above */
+			/* UTF-8 of cp */
+			if (cp < 0x800)
+				snprintf(in, sizeof(in), "%c%c", 0xc0 | cp >> 6, 0x80 | (cp & 0x3f));
+			else if (cp < 0x10000)
+				snprintf(in, sizeof(in), "%c%c%c", 0xe0 | cp >> 12,
+					 0x80 | (cp >> 6 & 0x3f), 0x80 | (cp & 0x3f));
+			else
+				snprintf(in, sizeof(in), "%c%c%c%c", 0xf0 | cp >> 18,
+					 0x80 | (cp >> 12 & 0x3f), 0x80 | (cp >> 6 & 0x3f),
+					 0x80 | (cp & 0x3f));
+			snprintf(want, sizeof(want), cp <= 0xffff ? "\\u%04x" : "\\U%08x", cp);
+			assert_text(in, true, 80, false, want, (int)strlen(want));
+			checked++;
+		}
+	}
+	assert_true(checked > 100);
+	assert_text("soft\xc2\xad" "hyphen", true, 80, false, "soft\\u00adhyphen", 16);
+	assert_text("\xe3\x85\xa4", true, 80, false, "\\u3164", 6);
+	assert_text("\xe2\x81\xa6" "x\xe2\x81\xa9", true, 80, false, "\\u2066x\\u2069", 13);
+	assert_text("\xef\xbb\xbf" "bom", true, 80, false, "\\ufeffbom", 9);
+}
+
+static void test_top_view_nul_in_internal_form_is_shown_as_x00(void **state)
+{
+	(void)state;
+	assert_text("nul" ESCAPE_NUL "after", true, 80, false, "nul\\x00after", 12);
+	assert_text("nul" ESCAPE_NUL "after", false, 80, false, "nul\\x00after", 12);
 }
 
 static void test_top_view_printable_unicode_passes_only_in_utf8(void **state)
@@ -196,6 +240,8 @@ int main(void)
 		cmocka_unit_test(test_top_view_plain_ascii_is_unchanged),
 		cmocka_unit_test(test_top_view_control_bytes_are_escaped),
 		cmocka_unit_test(test_top_view_c1_bidi_and_zero_width_are_escaped_in_utf8),
+		cmocka_unit_test(test_top_view_escapes_every_code_point_of_the_shared_list),
+		cmocka_unit_test(test_top_view_nul_in_internal_form_is_shown_as_x00),
 		cmocka_unit_test(test_top_view_printable_unicode_passes_only_in_utf8),
 		cmocka_unit_test(test_top_view_invalid_utf8_bytes_are_escaped),
 		cmocka_unit_test(test_top_view_long_text_is_cut_at_the_end_with_a_mark),

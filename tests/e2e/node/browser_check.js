@@ -2,9 +2,12 @@
 // Drives Debian's chromium through playwright-core for tests/e2e/test_formats.py and prints
 // one JSON object with what it saw. Never downloads a browser.
 //
-//   node browser_check.js flame PAGE.html SHOT.png [SEARCH [CLICK]]
+//   node browser_check.js flame PAGE.html SHOT.png [SEARCH [CLICK [PROBES]]]
 //     loads pywalk's HTML flame graph: errors, load time, the root's tooltip, a click
-//     zoom on the first frame whose label contains CLICK, a search for SEARCH
+//     zoom on the first frame whose label contains CLICK, a search for SEARCH; PROBES, a
+//     JSON object {"frames": [TEXT...], "searches": [QUERY...]}, zooms into each frame
+//     (found by label, as it is or as shown) and reads what the page then shows of it:
+//     breadcrumbs, its tooltip and every canvas label drawn; then runs each search
 //   node browser_check.js speedscope URL SHOT.png
 //     loads speedscope (URL carries #profileURL=...): errors, title, visible text
 "use strict";
@@ -37,8 +40,54 @@ async function withPage(fn) {
   return out;
 }
 
-async function flame(file, shot, searchText, clickText) {
+// Every string the page draws on a canvas, collected before its script runs.
+function recordCanvasText() {
+  window.__pywalkDrawn = new Set();
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    window.__pywalkDrawn.add(String(text));
+    return fill.call(this, text, ...rest);
+  };
+}
+
+async function searchFor(page, q) {
+  await page.fill("#search", q);
+  await page.waitForFunction((lq) => window.pywalkFlame.query() === lq, q.toLowerCase(),
+    { timeout: 10000 });
+  return { query: q, matched: await page.evaluate(() => window.pywalkFlame.matched()),
+    matchText: await page.textContent("#match") };
+}
+
+async function probeFrames(page, out, probes) {
+  out.frames = [];
+  for (const text of probes.frames || []) {
+    const res = { text };
+    out.frames.push(res);
+    await page.keyboard.press("Escape"); // back to the whole graph
+    let box = await page.evaluate((t) => window.pywalkFlame.find(t), text);
+    if (!box) continue;
+    await page.evaluate(() => window.__pywalkDrawn.clear());
+    await page.mouse.click(box.x, box.y);
+    res.label = box.label;
+    res.crumbs = await page.textContent("#crumbs");
+    // zoomed, the frame spans the width: its label is drawn whole
+    box = await page.evaluate((t) => window.pywalkFlame.find(t), text);
+    if (box) {
+      await page.mouse.move(box.x, box.y);
+      res.tooltip = await page.textContent("#tooltip");
+      res.details = await page.textContent("#details");
+    }
+    res.drawn = await page.evaluate(() => Array.from(window.__pywalkDrawn));
+  }
+  await page.keyboard.press("Escape");
+  out.searches = [];
+  for (const q of probes.searches || []) out.searches.push(await searchFor(page, q));
+  out.heading = await page.textContent("#title");
+}
+
+async function flame(file, shot, searchText, clickText, probes) {
   return withPage(async (page, out) => {
+    await page.addInitScript(recordCanvasText);
     const t0 = Date.now();
     await page.goto("file://" + path.resolve(file));
     await page.waitForFunction(() => window.pywalkFlame !== undefined, null, { timeout: 60000 });
@@ -74,6 +123,7 @@ async function flame(file, shot, searchText, clickText) {
       out.matched = await page.evaluate(() => window.pywalkFlame.matched());
       out.matchText = await page.textContent("#match");
     }
+    if (probes) await probeFrames(page, out, JSON.parse(probes));
     await page.screenshot({ path: shot });
   });
 }
@@ -97,8 +147,8 @@ async function speedscope(url, shot) {
 }
 
 (async () => {
-  const [mode, target, shot, a, b] = process.argv.slice(2);
-  const out = mode === "flame" ? await flame(target, shot, a, b)
+  const [mode, target, shot, a, b, c] = process.argv.slice(2);
+  const out = mode === "flame" ? await flame(target, shot, a, b, c)
     : mode === "speedscope" ? await speedscope(target, shot)
     : null;
   if (!out) throw new Error("usage: browser_check.js flame|speedscope TARGET SHOT [...]");
