@@ -41,16 +41,20 @@ static int format_stack(struct strbuf *sb, const struct profile *p, const struct
 	int err = 0;
 
 	if (profile__opts(p)->by_process) {
-		err = escape_folded(sb, profile__process_name(p, s->pid));
+		char tag[PROFILE_TAG_SIZE];
+		const struct profile_process *pr = profile__process(p, s->proc);
+
+		profile__process_tag(p, s->proc, tag, sizeof(tag));
+		err = escape_folded(sb, pr ? pr->comm : "?");
 		if (!err)
-			err = strbuf_addf(sb, " (%u)", s->pid);
+			err = strbuf_add(sb, tag, strlen(tag));
 		first = false;
 	}
 	if (!err && profile__opts(p)->by_thread) {
 		if (!first)
 			err = strbuf_add(sb, ";", 1);
 		if (!err)
-			err = escape_folded(sb, profile__thread_name(p, s->pid, s->tid));
+			err = escape_folded(sb, profile__proc_thread_name(p, s->proc, s->tid));
 		if (!err)
 			err = strbuf_addf(sb, " (%u)", s->tid);
 		first = false;

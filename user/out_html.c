@@ -83,14 +83,15 @@ static int64_t py_frame(struct html *h, uint32_t id)
 }
 
 /* hframe of a root frame "comm (ID)"; equal labels share one */
-static int64_t root_frame(struct html *h, const char *comm, uint32_t id)
+/* The frame "COMM TAG" at the root (TAG: " (PID...)" or " (TID)"). */
+static int64_t root_frame(struct html *h, const char *comm, const char *tag)
 {
 	int64_t label, f;
 	size_t old = h->root_map_cap;
 	int err;
 
 	strbuf_reset(&h->tmp);
-	err = strbuf_addf(&h->tmp, "%s (%u)", comm, id);
+	err = strbuf_addf(&h->tmp, "%s%s", comm, tag);
 	if (err)
 		return err;
 	label = strtab__intern(h->strs, h->tmp.buf);
@@ -167,16 +168,19 @@ static int build_tree(struct html *h)
 	for (size_t i = 0; i < agg__nstacks(agg); i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *ids = agg__stack_frames(agg, s);
-		const char *comm;
+		const struct profile_process *pr = profile__process(h->p, s->proc);
+		char tag[PROFILE_TAG_SIZE];
 		int64_t cur = 0;
 
 		if (opts->by_process) {
-			comm = profile__process_name(h->p, s->pid);
-			cur = child(h, 0, root_frame(h, comm, s->pid));
+			profile__process_tag(h->p, s->proc, tag, sizeof(tag));
+			cur = child(h, 0, root_frame(h, pr ? pr->comm : "?", tag));
 		}
 		if (cur >= 0 && opts->by_thread) {
-			comm = profile__thread_name(h->p, s->pid, s->tid);
-			cur = child(h, (uint32_t)cur, root_frame(h, comm, s->tid));
+			snprintf(tag, sizeof(tag), " (%u)", s->tid);
+			cur = child(h, (uint32_t)cur,
+				    root_frame(h, profile__proc_thread_name(h->p, s->proc, s->tid),
+					       tag));
 		}
 		for (uint32_t j = 0; j < s->nframes && cur >= 0; j++)
 			cur = child(h, (uint32_t)cur, py_frame(h, ids[j]));
@@ -312,9 +316,14 @@ static int make_title(const struct profile *p, struct strbuf *title)
 		return strbuf_addf(title, "pywalk flame graph (no samples)");
 	if (profile__opts(p)->by_process)
 		return strbuf_addf(title, "pywalk flame graph: several processes");
-	return strbuf_addf(title, "pywalk flame graph: %s (%u)",
-			   profile__process_name(p, agg__stack(agg, 0)->pid),
-			   agg__stack(agg, 0)->pid);
+	{
+		uint32_t proc = agg__stack(agg, 0)->proc;
+		const struct profile_process *pr = profile__process(p, proc);
+		char tag[PROFILE_TAG_SIZE];
+
+		profile__process_tag(p, proc, tag, sizeof(tag));
+		return strbuf_addf(title, "pywalk flame graph: %s%s", pr ? pr->comm : "?", tag);
+	}
 }
 
 static int add_data(struct html *h, struct strbuf *sb, const char *title)

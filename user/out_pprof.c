@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* pprof: a gzipped perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto),
  * what pprof, Pyroscope and Parca read. One Sample per interned (pid, tid) stack with values
- * [samples/count, cpu/nanoseconds] and labels pid, tid, thread_name; one Location per
+ * [samples/count, cpu/nanoseconds] and labels pid, tid, thread_name (plus process_name with
+ * several processes, ns_pid and container_id in a container); one Location per
  * (function, line) frame; one Function per (qualname, file). Thread and process root frames
  * are not added: pprof keeps them as labels (`pprof -tagroot thread_name`). */
 #define _GNU_SOURCE /* asprintf */
@@ -102,6 +103,23 @@ static int put_label(struct pprof *pp, const char *key, const char *str, int64_t
 	return put_msg(&pp->msg, SAMPLE_LABEL, &pp->sub);
 }
 
+/* What tells processes apart: its name (when the profile holds several), and in a
+ * container its namespace PID and the container id. */
+static int put_process_labels(struct pprof *pp, const struct profile_process *pr)
+{
+	int err = 0;
+
+	if (!pr)
+		return 0;
+	if (profile__opts(pp->p)->by_process)
+		err = put_label(pp, "process_name", pr->comm, 0);
+	if (!err && pr->nspid != pr->pid)
+		err = put_label(pp, "ns_pid", NULL, pr->nspid);
+	if (!err && pr->container[0])
+		err = put_label(pp, "container_id", pr->container, 0);
+	return err;
+}
+
 static int put_samples(struct pprof *pp)
 {
 	const struct agg *agg = profile__agg(pp->p);
@@ -126,10 +144,9 @@ static int put_samples(struct pprof *pp)
 			err = put_label(pp, "tid", NULL, s->tid);
 		if (!err)
 			err = put_label(pp, "thread_name",
-					profile__thread_name(pp->p, s->pid, s->tid), 0);
-		if (!err && profile__opts(pp->p)->by_process)
-			err = put_label(pp, "process_name",
-					profile__process_name(pp->p, s->pid), 0);
+					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
+		if (!err)
+			err = put_process_labels(pp, profile__process(pp->p, s->proc));
 		if (!err)
 			err = put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	}

@@ -15,7 +15,7 @@
 #define NO_INDEX UINT32_MAX
 
 struct stack_ref {
-	uint32_t pid, tid;
+	uint32_t proc, tid; /* process lifetime (agg stack proc) and thread */
 	size_t index; /* into the agg's stacks */
 };
 
@@ -23,8 +23,8 @@ static int cmp_stack_ref(const void *a, const void *b)
 {
 	const struct stack_ref *x = a, *y = b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index;
@@ -42,18 +42,29 @@ static int add_str_member(struct strbuf *sb, const char *key, const char *value)
 	return err;
 }
 
-static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t pid,
+/* "comm (PID[, ns N, container ID])": the tag is digits and hex, it needs no escaping */
+static int add_process_name(struct strbuf *sb, const struct profile *p, uint32_t proc)
+{
+	const struct profile_process *pr = profile__process(p, proc);
+	char tag[PROFILE_TAG_SIZE];
+	int err = escape_json(sb, pr ? pr->comm : "?");
+
+	profile__process_tag(p, proc, tag, sizeof(tag));
+	return err ? err : strbuf_add(sb, tag, strlen(tag));
+}
+
+static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t proc,
 			    uint32_t tid)
 {
 	int err = strbuf_add(sb, "\"name\":\"", 8);
 
 	if (!err && profile__opts(p)->by_process) {
-		err = escape_json(sb, profile__process_name(p, pid));
+		err = add_process_name(sb, p, proc);
 		if (!err)
-			err = strbuf_addf(sb, " (%u) / ", pid);
+			err = strbuf_add(sb, " / ", 3);
 	}
 	if (!err)
-		err = escape_json(sb, profile__thread_name(p, pid, tid));
+		err = escape_json(sb, profile__proc_thread_name(p, proc, tid));
 	if (!err)
 		err = strbuf_addf(sb, " (%u)\"", tid);
 	return err;
@@ -70,9 +81,9 @@ static int add_doc_name(struct strbuf *sb, const struct profile *p, const struct
 				   n ? "several processes" : "no samples");
 	err = strbuf_add(sb, ",\"name\":\"", 9);
 	if (!err)
-		err = escape_json(sb, profile__process_name(p, refs[0].pid));
+		err = add_process_name(sb, p, refs[0].proc);
 	if (!err)
-		err = strbuf_addf(sb, " (%u)\",\n", refs[0].pid);
+		err = strbuf_add(sb, "\",\n", 3);
 	return err;
 }
 
@@ -127,7 +138,7 @@ static int add_profile(struct strbuf *sb, const struct profile *p, const struct 
 		end += agg__stack(agg, refs[i].index)->count * weight;
 	err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
 	if (!err)
-		err = add_profile_name(sb, p, refs[0].pid, refs[0].tid);
+		err = add_profile_name(sb, p, refs[0].proc, refs[0].tid);
 	if (!err)
 		err = strbuf_addf(sb, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
@@ -173,7 +184,7 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 	for (i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		refs[i] = (struct stack_ref){ .pid = s->pid, .tid = s->tid, .index = i };
+		refs[i] = (struct stack_ref){ .proc = s->proc, .tid = s->tid, .index = i };
 	}
 	/* group by thread; within one, the agg's order (first seen) */
 	qsort(refs, n, sizeof(*refs), cmp_stack_ref);
@@ -193,7 +204,7 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 		err = strbuf_add(&sb, "\"profiles\":[", 12);
 	for (start = 0; start < n && !err; start = i) {
 		weight = 0;
-		for (i = start; i < n && refs[i].pid == refs[start].pid &&
+		for (i = start; i < n && refs[i].proc == refs[start].proc &&
 				refs[i].tid == refs[start].tid;
 		     i++)
 			weight += agg__stack(agg, refs[i].index)->count;

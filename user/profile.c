@@ -393,22 +393,6 @@ size_t profile__nprocesses(const struct profile *p)
 	return p->nprocs;
 }
 
-/* The latest lifetime of PID `pid`, or -1. */
-static int64_t latest_proc(const struct profile *p, uint32_t pid)
-{
-	for (size_t i = p->nprocs; i-- > 0;)
-		if ((uint32_t)p->procs[i].shown.pid == pid)
-			return (int64_t)i;
-	return -1;
-}
-
-const char *profile__process_name(const struct profile *p, uint32_t pid)
-{
-	int64_t i = latest_proc(p, pid);
-
-	return i >= 0 ? p->procs[i].shown.comm : "?";
-}
-
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
 {
 	struct thread_key k = { proc, tid };
@@ -420,14 +404,26 @@ const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, ui
 	return "?";
 }
 
-const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
-{
-	int64_t i = latest_proc(p, pid);
-
-	return i >= 0 ? profile__proc_thread_name(p, (uint32_t)i, tid) : "?";
-}
 
 const struct symtab_stats *profile__symtab_stats(const struct profile *p)
 {
 	return symtab__stats(p->symtab);
+}
+
+void profile__process_tag(const struct profile *p, uint32_t proc, char *buf, size_t size)
+{
+	const struct profile_process *pr = profile__process(p, proc);
+	size_t n;
+
+	if (!pr) {
+		snprintf(buf, size, " (?)");
+		return;
+	}
+	n = (size_t)snprintf(buf, size, " (%d", pr->pid);
+	if (n < size && pr->nspid != pr->pid)
+		n += (size_t)snprintf(buf + n, size - n, ", ns %d", pr->nspid);
+	if (n < size && pr->container[0])
+		n += (size_t)snprintf(buf + n, size - n, ", container %.12s", pr->container);
+	if (n < size)
+		snprintf(buf + n, size - n, ")");
 }

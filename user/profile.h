@@ -83,10 +83,13 @@ uint64_t profile__dropped(const struct profile *p);
 /* The process of agg stacks' `proc` field (NULL if out of range). */
 const struct profile_process *profile__process(const struct profile *p, uint32_t proc);
 size_t profile__nprocesses(const struct profile *p);
-/* "comm" of a process or thread as seen when it was first sampled ("?" if unknown). */
-const char *profile__process_name(const struct profile *p, uint32_t pid);
-const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid);
-/* Thread `tid` of process `proc` (an agg stack's proc). */
+/* What follows a process's comm in a root frame: " (4242)", or in a container
+ * " (4242, ns 7, container 0123456789ab)". Digits and hex only: writers add it unescaped.
+ * PROFILE_TAG_SIZE bytes are enough. */
+#define PROFILE_TAG_SIZE 64
+void profile__process_tag(const struct profile *p, uint32_t proc, char *buf, size_t size);
+/* "comm" of thread `tid` of process `proc` (an agg stack's proc) as seen when it was first
+ * sampled ("?" if unknown). */
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid);
 /* The symbolizer's figures (cache bytes, evictions, where entries came from). */
 const struct symtab_stats *profile__symtab_stats(const struct profile *p);

@@ -38,7 +38,9 @@ SUMMARY_LABELS = (
 SUMMARY_HEAD_RE = re.compile(r"^pywalk: (\d+) perf events, accounted as:\s*$")
 SUMMARY_ROW_RE = re.compile(r"^\s+(.+?)\s+(\d+)$")
 PY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<path>.*):(?P<line>\d+)\)$")
-TASK_FRAME_RE = re.compile(r"^(?P<comm>.*) \((?P<id>\d+)\)$")
+# "comm (PID)", or for a process in a container "comm (PID, ns NSPID, container ID12)"
+TASK_FRAME_RE = re.compile(r"^(?P<comm>.*) \((?P<id>\d+)(?:, ns (?P<nspid>\d+))?"
+                           r"(?:, container (?P<container>[0-9a-f]{12}))?\)$")
 UNKNOWN_NAMES = {"", "?", "??", "<unknown>", "[unknown]", "unknown"}
 
 READY_TIMEOUT_S = 20.0
