@@ -6,17 +6,12 @@
 #include <string.h>
 
 #include "agg.h"
-#include "htab.h"
+#include "intern.h"
 #include "util.h"
 
 struct agg {
-	struct agg_frame *frames;
-	size_t nframes, frames_cap;
-	struct htab frame_index;
-
-	struct agg_stack *stacks;
-	size_t nstacks, stacks_cap;
-	struct htab stack_index;
+	struct intern frames; /* struct agg_frame */
+	struct intern stacks; /* struct agg_stack */
 
 	uint32_t *arena;
 	size_t arena_len, arena_cap;
@@ -26,106 +21,92 @@ struct agg {
 struct stack_key {
 	uint32_t proc, tid, n;
 	const uint32_t *ids;
+	const uint32_t *arena; /* where the interned stacks' frame ids are */
 };
+
+static bool frame_eq(const void *item, const void *key)
+{
+	const struct agg_frame *f = item, *k = key;
+
+	return f->func == k->func && f->line == k->line;
+}
+
+static bool stack_eq(const void *item, const void *key)
+{
+	const struct agg_stack *s = item;
+	const struct stack_key *k = key;
+
+	return s->proc == k->proc && s->tid == k->tid && s->nframes == k->n &&
+	       !memcmp(k->arena + s->first, k->ids, k->n * sizeof(*k->ids));
+}
 
 struct agg *agg__new(void)
 {
-	return calloc(1, sizeof(struct agg));
+	struct agg *agg = calloc(1, sizeof(*agg));
+
+	if (!agg)
+		return NULL;
+	agg->frames = (struct intern)INTERN_INIT(struct agg_frame, frame_eq);
+	agg->stacks = (struct intern)INTERN_INIT(struct agg_stack, stack_eq);
+	return agg;
 }
 
 void agg__free(struct agg *agg)
 {
 	if (!agg)
 		return;
-	free(agg->frames);
-	htab_free(&agg->frame_index);
-	free(agg->stacks);
-	htab_free(&agg->stack_index);
+	intern_free(&agg->frames);
+	intern_free(&agg->stacks);
 	free(agg->arena);
 	free(agg);
-}
-
-static bool frame_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct agg *agg = ctx;
-	const struct agg_frame *k = key;
-
-	return agg->frames[id].func == k->func && agg->frames[id].line == k->line;
 }
 
 int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line)
 {
 	struct agg_frame k = { .func = func, .line = line };
-	uint64_t hash = hash_mix64((uint64_t)func << 32 | (uint32_t)line);
-	uint32_t id;
-	int err;
 
-	if (htab_find(&agg->frame_index, hash, frame_eq, &k, agg, &id))
-		return id;
-	err = grow_array((void **)&agg->frames, &agg->frames_cap, agg->nframes + 1,
-			 sizeof(*agg->frames));
-	if (err)
-		return err;
-	id = (uint32_t)agg->nframes;
-	err = htab_insert(&agg->frame_index, hash, id);
-	if (err)
-		return err;
-	agg->frames[agg->nframes++] = k;
-	return id;
-}
-
-static bool stack_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct agg *agg = ctx;
-	const struct stack_key *k = key;
-	const struct agg_stack *s = &agg->stacks[id];
-
-	return s->proc == k->proc && s->tid == k->tid && s->nframes == k->n &&
-	       !memcmp(agg->arena + s->first, k->ids, k->n * sizeof(*k->ids));
+	return intern_put(&agg->frames, hash_mix64((uint64_t)func << 32 | (uint32_t)line), &k, &k,
+			  NULL);
 }
 
 int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const uint32_t *ids,
 	     uint32_t n, uint64_t count)
 {
-	struct stack_key k = { .proc = proc, .tid = tid, .n = n, .ids = ids };
+	struct stack_key k = { .proc = proc, .tid = tid, .n = n, .ids = ids, .arena = agg->arena };
 	uint64_t hash = hash_bytes(ids, n * sizeof(*ids), (uint64_t)proc << 32 | tid);
-	struct agg_stack *s;
-	uint32_t id;
+	struct agg_stack s;
+	int64_t id = intern_find(&agg->stacks, hash, &k);
 	int err;
 
-	agg->total += count;
-	if (htab_find(&agg->stack_index, hash, stack_eq, &k, agg, &id)) {
-		agg->stacks[id].count += count;
+	if (id >= 0) {
+		((struct agg_stack *)intern_at(&agg->stacks, (size_t)id))->count += count;
+		agg->total += count;
 		return 0;
 	}
 	err = grow_array((void **)&agg->arena, &agg->arena_cap, agg->arena_len + n,
 			 sizeof(*agg->arena));
-	if (!err)
-		err = grow_array((void **)&agg->stacks, &agg->stacks_cap, agg->nstacks + 1,
-				 sizeof(*agg->stacks));
-	if (!err)
-		err = htab_insert(&agg->stack_index, hash, (uint32_t)agg->nstacks);
-	if (err) {
-		agg->total -= count;
+	if (err)
 		return err;
-	}
-	s = &agg->stacks[agg->nstacks++];
-	*s = (struct agg_stack){ .proc = proc, .pid = pid, .tid = tid, .nframes = n,
-				 .first = (uint32_t)agg->arena_len, .count = count };
+	s = (struct agg_stack){ .proc = proc, .pid = pid, .tid = tid, .nframes = n,
+				.first = (uint32_t)agg->arena_len, .count = count };
+	id = intern_add(&agg->stacks, hash, &s);
+	if (id < 0)
+		return (int)id;
 	if (n) /* an empty first stack has no arena yet: memcpy(NULL, ..., 0) is UB */
 		memcpy(agg->arena + agg->arena_len, ids, n * sizeof(*ids));
 	agg->arena_len += n;
+	agg->total += count;
 	return 0;
 }
 
 size_t agg__nstacks(const struct agg *agg)
 {
-	return agg->nstacks;
+	return intern_count(&agg->stacks);
 }
 
 const struct agg_stack *agg__stack(const struct agg *agg, size_t i)
 {
-	return i < agg->nstacks ? &agg->stacks[i] : NULL;
+	return i < intern_count(&agg->stacks) ? intern_at(&agg->stacks, i) : NULL;
 }
 
 const uint32_t *agg__stack_frames(const struct agg *agg, const struct agg_stack *s)
@@ -135,12 +116,12 @@ const uint32_t *agg__stack_frames(const struct agg *agg, const struct agg_stack 
 
 const struct agg_frame *agg__frame(const struct agg *agg, uint32_t id)
 {
-	return id < agg->nframes ? &agg->frames[id] : NULL;
+	return id < intern_count(&agg->frames) ? intern_at(&agg->frames, id) : NULL;
 }
 
 size_t agg__nframes(const struct agg *agg)
 {
-	return agg->nframes;
+	return intern_count(&agg->frames);
 }
 
 uint64_t agg__total(const struct agg *agg)

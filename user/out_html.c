@@ -82,8 +82,7 @@ static int64_t py_frame(struct html *h, uint32_t id)
 	return f;
 }
 
-/* hframe of a root frame "comm (ID)"; equal labels share one */
-/* The frame "COMM TAG" at the root (TAG: " (PID...)" or " (TID)"). */
+/* hframe of a root frame "COMM TAG" (TAG: " (PID...)" or " (TID)"); equal labels share one */
 static int64_t root_frame(struct html *h, const char *comm, const char *tag)
 {
 	int64_t label, f;

@@ -4,71 +4,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "htab.h"
+#include "intern.h"
 #include "strtab.h"
 #include "util.h"
 
 struct strtab {
-	char **strs;
-	size_t n, cap;
-	struct htab index;
+	struct intern strs; /* char *, owned */
 };
+
+static bool str_eq(const void *item, const void *key)
+{
+	return !strcmp(*(char *const *)item, key);
+}
 
 struct strtab *strtab__new(void)
 {
-	return calloc(1, sizeof(struct strtab));
+	struct strtab *t = calloc(1, sizeof(*t));
+
+	if (t)
+		t->strs = (struct intern)INTERN_INIT(char *, str_eq);
+	return t;
 }
 
 void strtab__free(struct strtab *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++)
-		free(t->strs[i]);
-	free(t->strs);
-	htab_free(&t->index);
+	for (size_t i = 0; i < intern_count(&t->strs); i++)
+		free(*(char **)intern_at(&t->strs, i));
+	intern_free(&t->strs);
 	free(t);
-}
-
-static bool str_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct strtab *t = ctx;
-
-	return !strcmp(t->strs[id], key);
 }
 
 int64_t strtab__intern(struct strtab *t, const char *s)
 {
 	uint64_t hash = hash_bytes(s, strlen(s), 0);
-	uint32_t id;
+	int64_t id = intern_find(&t->strs, hash, s);
 	char *copy;
-	int err;
 
-	if (htab_find(&t->index, hash, str_eq, s, t, &id))
+	if (id >= 0)
 		return id;
-	if (t->n >= UINT32_MAX - 1)
-		return -E2BIG;
-	err = grow_array((void **)&t->strs, &t->cap, t->n + 1, sizeof(*t->strs));
-	if (err)
-		return err;
 	copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
-	err = htab_insert(&t->index, hash, (uint32_t)t->n);
-	if (err) {
+	id = intern_add(&t->strs, hash, &copy);
+	if (id < 0)
 		free(copy);
-		return err;
-	}
-	t->strs[t->n] = copy;
-	return (int64_t)t->n++;
+	return id;
 }
 
 size_t strtab__count(const struct strtab *t)
 {
-	return t->n;
+	return intern_count(&t->strs);
 }
 
 const char *strtab__get(const struct strtab *t, size_t i)
 {
-	return t->strs[i];
+	return *(char **)intern_at(&t->strs, i);
 }
