@@ -336,7 +336,7 @@ int cmd_top(int argc, char **argv)
 	e = engine__new(&(struct engine_opts){ .sampling = &s });
 	if (!e)
 		return EXIT_FAIL;
-	r.model = top_model__new();
+	r.model = top_model__new(false);
 	if (!r.model) {
 		pw_err("out of memory\n");
 		goto out;
