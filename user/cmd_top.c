@@ -39,6 +39,18 @@ struct top_opts {
 struct top_keys {
 	enum top_sort sort;
 	bool reverse, cumulative, quit;
+	bool processes; /* rows are per process, so P can sort by it */
+};
+
+/* "comm (PID)" or "comm (PID, ns N, container ID)": comm, then the profile's tag. */
+#define LABEL_SIZE (sizeof(((struct profile_process *)0)->comm) + PROFILE_TAG_SIZE)
+
+/* What top_names reads: the profile's symbols, and a label per process index, made once
+ * (a process keeps its comm and PID for its lifetime) when the process is first seen. */
+struct names_ctx {
+	const struct profile *prof;
+	char (*labels)[LABEL_SIZE];
+	size_t nlabels, labels_cap;
 };
 
 static void top_help(FILE *f)
@@ -61,12 +73,15 @@ static void top_help(FILE *f)
 		"  o, 1, 3   sort by own samples (the default)\n"
 		"  t, 2, 4   sort by total samples\n"
 		"  n, 5      sort by function name\n"
+		"  P, p      sort by process, then own samples (several processes)\n"
 		"  r         reverse the order\n"
 		"  c         switch between the last interval (default) and whole-run totals\n"
 		"  arrows, PgUp, PgDn, Home, End   scroll\n"
 		"  q         quit (Ctrl-C too)\n\n"
 		"Columns: OWN%%, TOTAL%% (of all samples in the view), OWN and TOTAL (samples),\n"
 		"FUNCTION (qualname) and FILE:LINE, the line where the function starts ('def').\n"
+		"With several processes (--all, --subprocesses, more than one -p) a row is one\n"
+		"function of one process, named in the PROCESS column as comm (PID).\n"
 		"The header shows the sample rate of the last interval and the accounting:\n"
 		"shipped, rejected (with the biggest reason), lost, empty, no thread state.\n"
 		"Control characters in names are shown escaped (\\n, \\xNN, \\uXXXX).\n"
@@ -121,20 +136,50 @@ static void make_title(char *buf, size_t size, const struct cli_sampling *s,
 	}
 }
 
-/* top_names over the profile's symbol table; ctx is the symtab, only read */
+/* top_names over the profile: its symbol table, only read, and the labels */
 static const char *names_func(void *ctx, uint32_t func)
 {
-	return symtab__func_name(ctx, func);
+	return symtab__func_name(profile__symtab(((struct names_ctx *)ctx)->prof), func);
 }
 
 static const char *names_file(void *ctx, uint32_t func)
 {
-	return symtab__func_file(ctx, func);
+	return symtab__func_file(profile__symtab(((struct names_ctx *)ctx)->prof), func);
 }
 
 static int names_line(void *ctx, uint32_t func)
 {
-	return symtab__func_firstline(ctx, func);
+	return symtab__func_firstline(profile__symtab(((struct names_ctx *)ctx)->prof), func);
+}
+
+static const char *names_process(void *ctx, uint32_t proc)
+{
+	const struct names_ctx *l = ctx;
+
+	return proc < l->nlabels ? l->labels[proc] : "?";
+}
+
+/* Label the processes the profile gained since the last call; comm is untrusted and goes
+ * as it is (the view escapes it). 0 or -ENOMEM. */
+static int update_labels(struct names_ctx *l)
+{
+	size_t n = profile__nprocesses(l->prof);
+	char tag[PROFILE_TAG_SIZE];
+	int err;
+
+	if (n <= l->nlabels)
+		return 0;
+	err = grow_array((void **)&l->labels, &l->labels_cap, n, sizeof(*l->labels));
+	if (err)
+		return err;
+	for (; l->nlabels < n; l->nlabels++) {
+		uint32_t proc = (uint32_t)l->nlabels;
+
+		profile__process_tag(l->prof, proc, tag, sizeof(tag));
+		snprintf(l->labels[proc], sizeof(*l->labels), "%s%s",
+			 profile__process(l->prof, proc)->comm, tag);
+	}
+	return 0;
 }
 
 /* Apply a key; returns true when the view must be redrawn. */
@@ -160,6 +205,13 @@ static bool handle_key(struct top_keys *k, struct top_view *v, int ch)
 	case 'n':
 	case '5':
 		sort = TOP_SORT_NAME;
+		break;
+	case 'P':
+	case 'p':
+		/* one process: there is no process column to sort by */
+		if (!k->processes)
+			return false;
+		sort = TOP_SORT_PROCESS;
 		break;
 	case 'r':
 		k->reverse = !k->reverse;
@@ -245,6 +297,7 @@ struct top_run {
 	struct top_model *model;
 	struct top_view *view;
 	struct top_names names;
+	struct names_ctx labels;
 	uint64_t start, last, next, interval_ns;
 	bool sampling, redraw;
 	char message[128], fail[512];
@@ -256,6 +309,8 @@ static int update(struct top_run *r, struct engine *e, uint64_t now)
 	struct engine_counts c;
 	int err = top_model__update(r->model, profile__agg(engine__profile(e)));
 
+	if (!err)
+		err = update_labels(&r->labels);
 	if (!err)
 		err = engine__read_counts(e, &c);
 	if (err) {
@@ -327,6 +382,9 @@ int cmd_top(int argc, char **argv)
 		return ret;
 	ret = EXIT_FAIL;
 	r.keys.cumulative = r.o.cumulative;
+	/* decided by what was asked, not by what runs now: --all may find one process first */
+	r.keys.processes = s.all || s.subprocesses || s.npids > 1;
+	r.st.processes = r.keys.processes;
 	r.interval_ns = r.o.interval_ms * 1000000ull;
 
 	if (!isatty(STDOUT_FILENO)) {
@@ -336,7 +394,7 @@ int cmd_top(int argc, char **argv)
 	e = engine__new(&(struct engine_opts){ .sampling = &s });
 	if (!e)
 		return EXIT_FAIL;
-	r.model = top_model__new();
+	r.model = top_model__new(r.keys.processes);
 	if (!r.model) {
 		pw_err("out of memory\n");
 		goto out;
@@ -354,10 +412,12 @@ int cmd_top(int argc, char **argv)
 		pw_err("%s\n", why);
 		goto out;
 	}
+	r.labels.prof = engine__profile(e);
 	r.names = (struct top_names){ .name = names_func,
 				      .file = names_file,
 				      .line = names_line,
-				      .ctx = (void *)profile__symtab(engine__profile(e)) };
+				      .process = names_process,
+				      .ctx = &r.labels };
 	make_title(title, sizeof(title), &s, engine__discover(e));
 	r.st.title = title;
 	r.st.interval_s = r.o.interval_ms / 1000.0;
@@ -390,5 +450,6 @@ out:
 		pw_err("%s\n", r.fail);
 	engine__free(e);
 	top_model__free(r.model);
+	free(r.labels.labels);
 	return ret;
 }

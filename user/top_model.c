@@ -1,26 +1,35 @@
 // SPDX-License-Identifier: MIT
-/* Interval and whole-run counts per function, kept in arrays indexed by function id (ids
- * are small and dense). An update walks every interned stack once: that is once per
- * interval, off the per-record path, and allocates only when new stacks or functions
- * appeared. */
+/* Interval and whole-run counts per row key: (process, function) when rows are per process,
+ * else (0, function). Slots are kept in one array, found through a hash index on the key;
+ * a key gets its slot the first time one of its samples is seen and keeps it for the run
+ * (whole-run totals need it). An update walks the interned stacks once: that is once per
+ * interval, off the per-record path, and allocates only when new stacks or keys appeared. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "htab.h"
 #include "top_model.h"
 #include "util.h"
 
-struct func_counts {
+struct slot {
+	uint32_t proc, func;	     /* the key */
 	uint64_t own_iv, total_iv;   /* last interval */
 	uint64_t own_run, total_run; /* whole run */
-	uint64_t stamp;		     /* last stack that counted this function in total */
+	uint64_t stamp;		     /* last stack that counted this slot in total */
+};
+
+struct slot_key {
+	uint32_t proc, func;
 };
 
 struct top_model {
-	struct func_counts *funcs;
-	size_t nfuncs, funcs_cap;
-	size_t nframes_seen; /* agg frames whose function has a slot */
+	bool per_process;
+
+	struct slot *slots;
+	size_t nslots, slots_cap;
+	struct htab index; /* slot key -> slot */
 
 	uint64_t *seen; /* per agg stack index: its count at the previous update */
 	size_t nseen, seen_cap;
@@ -32,70 +41,120 @@ struct top_model {
 	size_t nrows, rows_cap;
 };
 
-struct top_model *top_model__new(void)
+struct top_model *top_model__new(bool per_process)
 {
-	return calloc(1, sizeof(struct top_model));
+	struct top_model *m = calloc(1, sizeof(struct top_model));
+
+	if (m)
+		m->per_process = per_process;
+	return m;
+}
+
+bool top_model__per_process(const struct top_model *m)
+{
+	return m->per_process;
 }
 
 void top_model__free(struct top_model *m)
 {
 	if (!m)
 		return;
-	free(m->funcs);
+	free(m->slots);
+	htab_free(&m->index);
 	free(m->seen);
 	free(m->rows);
 	free(m);
 }
 
-/* Make room for every function id of `agg`'s frames, zeroing new slots. Frames are
- * append-only too, so only those interned since the last call are looked at. */
-static int reserve_funcs(struct top_model *m, const struct agg *agg)
+static uint64_t key_hash(const struct slot_key *k)
 {
-	size_t need = m->nfuncs, nframes = agg__nframes(agg);
+	return hash_mix64((uint64_t)k->proc << 32 | k->func);
+}
+
+static bool slot_eq(uint32_t id, const void *key, void *ctx)
+{
+	const struct top_model *m = ctx;
+	const struct slot_key *k = key;
+
+	return m->slots[id].proc == k->proc && m->slots[id].func == k->func;
+}
+
+/* The key of frame `id` of stack `s`: the process counts only when rows are per process. */
+static struct slot_key frame_key(const struct top_model *m, const struct agg *agg,
+				 const struct agg_stack *s, uint32_t id)
+{
+	return (struct slot_key){ .proc = m->per_process ? s->proc : 0,
+				  .func = agg__frame(agg, id)->func };
+}
+
+/* The slot of `k`, which must have one (make_slots ran over its stack). */
+static struct slot *slot_of(struct top_model *m, const struct slot_key *k)
+{
+	uint32_t id = 0;
+
+	htab_find(&m->index, key_hash(k), slot_eq, k, m, &id);
+	return &m->slots[id];
+}
+
+/* Give every key of `s`'s frames a zeroed slot. A failure leaves only unused zero slots
+ * behind, which rank as nothing, so the counts are as they were. 0 or -ENOMEM. */
+static int make_slots(struct top_model *m, const struct agg *agg, const struct agg_stack *s)
+{
+	const uint32_t *ids = agg__stack_frames(agg, s);
+	uint32_t id;
 	int err;
 
-	for (size_t i = m->nframes_seen; i < nframes; i++) {
-		const struct agg_frame *f = agg__frame(agg, (uint32_t)i);
+	for (uint32_t j = 0; j < s->nframes; j++) {
+		struct slot_key k = frame_key(m, agg, s, ids[j]);
+		uint64_t h = key_hash(&k);
 
-		if (f->func >= need)
-			need = (size_t)f->func + 1;
-	}
-	if (need > m->nfuncs) {
-		err = grow_array((void **)&m->funcs, &m->funcs_cap, need, sizeof(*m->funcs));
+		if (htab_find(&m->index, h, slot_eq, &k, m, &id))
+			continue;
+		if (m->nslots >= UINT32_MAX)
+			return -ENOMEM;
+		err = grow_array((void **)&m->slots, &m->slots_cap, m->nslots + 1,
+				 sizeof(*m->slots));
 		if (err)
 			return err;
-		memset(m->funcs + m->nfuncs, 0, (need - m->nfuncs) * sizeof(*m->funcs));
-		m->nfuncs = need;
+		err = htab_insert(&m->index, h, (uint32_t)m->nslots);
+		if (err)
+			return err;
+		m->slots[m->nslots++] = (struct slot){ .proc = k.proc, .func = k.func };
 	}
-	m->nframes_seen = nframes;
 	return 0;
 }
 
 int top_model__update(struct top_model *m, const struct agg *agg)
 {
 	size_t nstacks = agg__nstacks(agg);
-	int err;
+	int err = 0;
 
 	/* allocate first, so a failure leaves the counts as they were */
-	err = reserve_funcs(m, agg);
-	if (!err && nstacks > m->nseen) {
+	if (nstacks > m->nseen) {
 		err = grow_array((void **)&m->seen, &m->seen_cap, nstacks, sizeof(*m->seen));
-		if (!err) {
-			memset(m->seen + m->nseen, 0, (nstacks - m->nseen) * sizeof(*m->seen));
-			m->nseen = nstacks;
-		}
+		if (err)
+			return err;
+		memset(m->seen + m->nseen, 0, (nstacks - m->nseen) * sizeof(*m->seen));
+		m->nseen = nstacks;
+	}
+	for (size_t i = 0; i < nstacks && !err; i++) {
+		const struct agg_stack *s = agg__stack(agg, i);
+
+		if (s->count != m->seen[i])
+			err = make_slots(m, agg, s);
 	}
 	if (err)
 		return err;
 
-	for (size_t f = 0; f < m->nfuncs; f++)
-		m->funcs[f].own_iv = m->funcs[f].total_iv = 0;
+	for (size_t i = 0; i < m->nslots; i++)
+		m->slots[i].own_iv = m->slots[i].total_iv = 0;
 	m->samples_iv = 0;
 
 	for (size_t i = 0; i < nstacks; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *ids = agg__stack_frames(agg, s);
 		uint64_t d = s->count - m->seen[i];
+		struct slot *sl = NULL;
 
 		if (!d)
 			continue;
@@ -104,21 +163,22 @@ int top_model__update(struct top_model *m, const struct agg *agg)
 		/* a fresh stamp per stack: a recursive function is counted in total once */
 		m->stamp++;
 		for (uint32_t j = 0; j < s->nframes; j++) {
-			struct func_counts *fc = &m->funcs[agg__frame(agg, ids[j])->func];
+			struct slot_key k = frame_key(m, agg, s, ids[j]);
 
-			if (fc->stamp == m->stamp)
+			sl = slot_of(m, &k);
+			if (sl->stamp == m->stamp)
 				continue;
-			fc->stamp = m->stamp;
-			fc->total_iv += d;
+			sl->stamp = m->stamp;
+			sl->total_iv += d;
 		}
-		/* frames are root first: the last one is the leaf */
-		if (s->nframes)
-			m->funcs[agg__frame(agg, ids[s->nframes - 1])->func].own_iv += d;
+		/* frames are root first: the slot looked up last is the leaf's */
+		if (sl)
+			sl->own_iv += d;
 	}
 
-	for (size_t f = 0; f < m->nfuncs; f++) {
-		m->funcs[f].own_run += m->funcs[f].own_iv;
-		m->funcs[f].total_run += m->funcs[f].total_iv;
+	for (size_t i = 0; i < m->nslots; i++) {
+		m->slots[i].own_run += m->slots[i].own_iv;
+		m->slots[i].total_run += m->slots[i].total_iv;
 	}
 	m->samples_run += m->samples_iv;
 	return 0;
@@ -140,6 +200,33 @@ static int cmp_u64_desc(uint64_t a, uint64_t b)
 	return a > b ? -1 : a < b;
 }
 
+static int cmp_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* Process labels in version order, so "python3 (99)" comes before "python3 (100)"; equal
+ * labels (a PID reused by the same program) and processes without names by index, so the
+ * rows of one process stay together. */
+static int cmp_process(const struct rank_ctx *ctx, uint32_t a, uint32_t b)
+{
+	const struct top_names *n = ctx->names;
+	int c = 0;
+
+	if (a == b)
+		return 0;
+	if (n->process)
+		c = strverscmp(n->process(n->ctx, a), n->process(n->ctx, b));
+	return c ? c : cmp_u32(a, b);
+}
+
+static int cmp_name(const struct rank_ctx *ctx, uint32_t a, uint32_t b)
+{
+	const struct top_names *n = ctx->names;
+
+	return a == b ? 0 : strcmp(n->name(n->ctx, a), n->name(n->ctx, b));
+}
+
 static int cmp_row(const void *pa, const void *pb, void *pctx)
 {
 	const struct top_row *a = pa, *b = pb;
@@ -147,6 +234,16 @@ static int cmp_row(const void *pa, const void *pb, void *pctx)
 	int c = 0;
 
 	switch (ctx->key) {
+	case TOP_SORT_PROCESS:
+		/* each process's rows together, its busiest first */
+		c = cmp_process(ctx, a->proc, b->proc);
+		if (!c)
+			c = cmp_u64_desc(a->own, b->own);
+		if (!c)
+			c = cmp_name(ctx, a->func, b->func);
+		if (!c)
+			c = cmp_u64_desc(a->total, b->total);
+		break;
 	case TOP_SORT_OWN:
 		c = cmp_u64_desc(a->own, b->own);
 		if (!c)
@@ -161,12 +258,13 @@ static int cmp_row(const void *pa, const void *pb, void *pctx)
 		break;
 	}
 	if (!c)
-		c = strcmp(ctx->names->name(ctx->names->ctx, a->func),
-			   ctx->names->name(ctx->names->ctx, b->func));
+		c = cmp_name(ctx, a->func, b->func);
 	if (!c && ctx->key == TOP_SORT_NAME)
 		c = cmp_u64_desc(a->total, b->total);
 	if (!c)
-		c = a->func < b->func ? -1 : a->func > b->func;
+		c = cmp_process(ctx, a->proc, b->proc);
+	if (!c)
+		c = cmp_u32(a->func, b->func);
 	return ctx->reverse ? -c : c;
 }
 
@@ -176,21 +274,22 @@ int top_model__rank(struct top_model *m, bool cumulative, enum top_sort key, boo
 	struct rank_ctx ctx = { .key = key, .reverse = reverse, .names = names };
 	int err;
 
-	err = grow_array((void **)&m->rows, &m->rows_cap, m->nfuncs ? m->nfuncs : 1,
+	err = grow_array((void **)&m->rows, &m->rows_cap, m->nslots ? m->nslots : 1,
 			 sizeof(*m->rows));
 	if (err)
 		return err;
 	m->nrows = 0;
-	for (size_t f = 0; f < m->nfuncs; f++) {
-		const struct func_counts *fc = &m->funcs[f];
-		uint64_t total = cumulative ? fc->total_run : fc->total_iv;
+	for (size_t i = 0; i < m->nslots; i++) {
+		const struct slot *sl = &m->slots[i];
+		uint64_t total = cumulative ? sl->total_run : sl->total_iv;
 
 		/* own <= total always: a leaf is also on the stack */
 		if (!total)
 			continue;
 		m->rows[m->nrows++] = (struct top_row){
-			.func = (uint32_t)f,
-			.own = cumulative ? fc->own_run : fc->own_iv,
+			.proc = sl->proc,
+			.func = sl->func,
+			.own = cumulative ? sl->own_run : sl->own_iv,
 			.total = total,
 		};
 	}

@@ -17,15 +17,18 @@
 #include "escape.h"
 #include "top_view.h"
 
-/* A column holds at most 4 bytes: a wide character (2 columns) is at most 4 bytes and the
- * cut mark is 3 bytes for 1 column; escapes are 1 byte per column. */
-#define LINE_SIZE (TOP_VIEW_MAX_COLS * 4 + 64)
+#define LINE_SIZE TOP_VIEW_LINE_SIZE
 
 /* Fixed column widths, each with its leading spaces. */
 #define W_OWN_PCT 6
 #define W_TOTAL_PCT 8
 #define W_COUNT 8
 #define W_GAP 2
+/* The process column: a label is cut at its start, so 12 columns still show the PID of
+ * "python3.11 (4194304)" after the cut mark; the function keeps as many beside it. */
+#define W_PROC_MIN 12
+#define W_FUNC_MIN 12
+#define PROC_HEADING "PROCESS"
 /* Narrowest terminal the table is drawn in, and fewest lines (header 4, a row, keys). */
 #define MIN_COLS 20
 #define MIN_LINES 6
@@ -39,17 +42,30 @@ struct top_view {
 	bool utf8;
 	long first; /* index of the first row shown */
 	int page_rows;
+	int proc_want; /* widest process label drawn so far: the column only grows */
 };
 
-void top_view_layout(int cols, struct top_layout *l)
+void top_view_layout(int cols, int proc_want, struct top_layout *l)
 {
 	int rest;
 
 	*l = (struct top_layout){ 0 };
 	l->total_pct = cols >= W_OWN_PCT + W_TOTAL_PCT + W_GAP + 12;
-	l->samples = cols >= W_OWN_PCT + W_TOTAL_PCT + 2 * W_COUNT + W_GAP + 20;
-	rest = cols - W_OWN_PCT - W_GAP - (l->total_pct ? W_TOTAL_PCT : 0) -
-	       (l->samples ? 2 * W_COUNT : 0);
+	rest = cols - W_OWN_PCT - W_GAP - (l->total_pct ? W_TOTAL_PCT : 0);
+	/* the process is kept longer than the counts, and goes before the function */
+	l->process = proc_want > 0 && rest >= W_PROC_MIN + W_GAP + W_FUNC_MIN;
+	l->samples = rest - (l->process ? W_PROC_MIN + W_GAP : 0) >= 2 * W_COUNT + 20;
+	if (l->samples)
+		rest -= 2 * W_COUNT;
+	if (l->process) {
+		/* up to two fifths: "python3.11 (4242)" whole beside a 30-column function at
+		 * 80 columns */
+		l->proc_cols = rest * 2 / 5 > W_PROC_MIN ? rest * 2 / 5 : W_PROC_MIN;
+		if (proc_want < l->proc_cols)
+			l->proc_cols = proc_want;
+		/* two spaces after it: a label has spaces of its own */
+		rest -= l->proc_cols + W_GAP;
+	}
 	if (rest < 1)
 		rest = 1;
 	/* below 40 columns the function name needs all of them; above, paths are the longer
@@ -281,10 +297,10 @@ static void draw_header(const struct top_view *v, int cols, const struct top_sta
 		[TOP_SORT_OWN] = "own",
 		[TOP_SORT_TOTAL] = "total",
 		[TOP_SORT_NAME] = "name",
+		[TOP_SORT_PROCESS] = "process",
 	};
 	char raw[1024], rej[128] = "", extra[64] = "";
 	unsigned long up = (unsigned long)st->elapsed_s;
-	size_t len;
 
 	snprintf(raw, sizeof(raw),
 		 "pywalk top - %s - up %lu:%02lu:%02lu - %.1f samples/s - every %.1f s", st->title,
@@ -309,60 +325,123 @@ static void draw_header(const struct top_view *v, int cols, const struct top_sta
 		 sort_names[st->sort], st->reverse ? ", reversed" : "");
 	put_line(v, 2, cols, raw, A_NORMAL);
 
-	/* headings; '*' marks the sort column(s) */
-	len = add_heading(raw, sizeof(raw), 0, W_OWN_PCT, "OWN%", st->sort == TOP_SORT_OWN);
-	if (l->total_pct)
-		len = add_heading(raw, sizeof(raw), len, W_TOTAL_PCT, "TOTAL%",
-				  st->sort == TOP_SORT_TOTAL);
-	if (l->samples) {
-		len = add_heading(raw, sizeof(raw), len, W_COUNT, "OWN", st->sort == TOP_SORT_OWN);
-		len = add_heading(raw, sizeof(raw), len, W_COUNT, "TOTAL",
-				  st->sort == TOP_SORT_TOTAL);
-	}
-	len = add_heading(raw, sizeof(raw), len, W_GAP, "", false);
-	len = add_heading(raw, sizeof(raw), len, -l->func_cols, "FUNCTION",
-			  st->sort == TOP_SORT_NAME);
-	if (l->file)
-		add_heading(raw, sizeof(raw), len, 0, " FILE:LINE(def)", false);
+	top_view_format_heading(l, st->sort, raw, sizeof(raw));
 	put_line(v, 3, cols, raw, A_REVERSE);
+}
+
+void top_view_format_heading(const struct top_layout *l, enum top_sort sort, char *out,
+			     size_t out_size)
+{
+	size_t len;
+
+	/* '*' marks the sort column(s) */
+	len = add_heading(out, out_size, 0, W_OWN_PCT, "OWN%", sort == TOP_SORT_OWN);
+	if (l->total_pct)
+		len = add_heading(out, out_size, len, W_TOTAL_PCT, "TOTAL%",
+				  sort == TOP_SORT_TOTAL);
+	if (l->samples) {
+		len = add_heading(out, out_size, len, W_COUNT, "OWN", sort == TOP_SORT_OWN);
+		len = add_heading(out, out_size, len, W_COUNT, "TOTAL", sort == TOP_SORT_TOTAL);
+	}
+	len = add_heading(out, out_size, len, W_GAP, "", false);
+	if (l->process) {
+		len = add_heading(out, out_size, len, -l->proc_cols, PROC_HEADING,
+				  sort == TOP_SORT_PROCESS);
+		len = add_heading(out, out_size, len, W_GAP, "", false);
+	}
+	len = add_heading(out, out_size, len, -l->func_cols, "FUNCTION", sort == TOP_SORT_NAME);
+	if (l->file)
+		add_heading(out, out_size, len, 0, " FILE:LINE(def)", false);
+}
+
+/* Append `text`, already escaped and `used` columns wide, padded to `width` columns. */
+static size_t add_cell(char *out, size_t size, size_t len, const char *text, int used, int width)
+{
+	int n = snprintf(out + len, size - len, "%s%*s", text, width > used ? width - used : 0, "");
+
+	if (n < 0 || len + n >= size) {
+		out[len] = 0; /* no cell cut in half */
+		return len;
+	}
+	return len + n;
+}
+
+void top_view_format_row(const struct top_layout *l, bool utf8, const struct top_row *r,
+			 uint64_t samples, const struct top_names *names, char *out,
+			 size_t out_size)
+{
+	char text[LINE_SIZE], num[32], lineno[16];
+	size_t len = 0;
+	int used, room;
+
+	if (!out_size)
+		return;
+	out[0] = 0;
+	snprintf(num, sizeof(num), "%*.1f", W_OWN_PCT, pct(r->own, samples));
+	len = add_cell(out, out_size, len, num, 0, 0);
+	if (l->total_pct) {
+		snprintf(num, sizeof(num), "%*.1f", W_TOTAL_PCT, pct(r->total, samples));
+		len = add_cell(out, out_size, len, num, 0, 0);
+	}
+	if (l->samples) {
+		format_count(num, sizeof(num), W_COUNT, r->own);
+		len = add_cell(out, out_size, len, num, 0, 0);
+		format_count(num, sizeof(num), W_COUNT, r->total);
+		len = add_cell(out, out_size, len, num, 0, 0);
+	}
+	len = add_cell(out, out_size, len, "", 0, W_GAP);
+	if (l->process) {
+		/* cut at the start: the PID at the end tells apart processes of one program */
+		used = top_view_text(names->process ? names->process(names->ctx, r->proc) : "?",
+				     utf8, l->proc_cols, true, text, sizeof(text));
+		len = add_cell(out, out_size, len, text, used, l->proc_cols + W_GAP);
+	}
+	used = top_view_text(names->name(names->ctx, r->func), utf8, l->func_cols, false, text,
+			     sizeof(text));
+	len = add_cell(out, out_size, len, text, used, l->func_cols);
+	if (l->file) {
+		/* the line number is ours and always shown; the path is cut at its start */
+		snprintf(lineno, sizeof(lineno), ":%d", names->line(names->ctx, r->func));
+		room = l->file_cols - (int)strlen(lineno);
+		top_view_text(names->file(names->ctx, r->func), utf8, room, true, text,
+			      sizeof(text));
+		snprintf(out + len, out_size - len, " %s%s", text, room > 0 ? lineno : "");
+	}
 }
 
 static void draw_row(const struct top_view *v, int y, const struct top_layout *l,
 		     const struct top_row *r, uint64_t samples, const struct top_names *names)
 {
-	char line[LINE_SIZE], text[LINE_SIZE], num[32], lineno[16];
-	size_t len = 0;
-	int used, room;
+	char line[LINE_SIZE];
 
-	len += snprintf(line + len, sizeof(line) - len, "%*.1f", W_OWN_PCT, pct(r->own, samples));
-	if (l->total_pct)
-		len += snprintf(line + len, sizeof(line) - len, "%*.1f", W_TOTAL_PCT,
-				pct(r->total, samples));
-	if (l->samples) {
-		format_count(num, sizeof(num), W_COUNT, r->own);
-		len += snprintf(line + len, sizeof(line) - len, "%s", num);
-		format_count(num, sizeof(num), W_COUNT, r->total);
-		len += snprintf(line + len, sizeof(line) - len, "%s", num);
-	}
-	len += snprintf(line + len, sizeof(line) - len, "%*s", W_GAP, "");
-	used = top_view_text(names->name(names->ctx, r->func), v->utf8, l->func_cols, false, text,
-			     sizeof(text));
-	len += snprintf(line + len, sizeof(line) - len, "%s%*s", text, l->func_cols - used, "");
-	if (l->file) {
-		/* the line number is ours and always shown; the path is cut at its start */
-		snprintf(lineno, sizeof(lineno), ":%d", names->line(names->ctx, r->func));
-		room = l->file_cols - (int)strlen(lineno);
-		top_view_text(names->file(names->ctx, r->func), v->utf8, room, true, text,
-			      sizeof(text));
-		snprintf(line + len, sizeof(line) - len, " %s%s", text, room > 0 ? lineno : "");
-	}
+	top_view_format_row(l, v->utf8, r, samples, names, line, sizeof(line));
 	mvaddstr(y, 0, line);
+}
+
+/* Columns of the widest process label among `rows`, never less than the heading's, and
+ * never less than before: the table does not jump as processes come and go. */
+static int proc_want(struct top_view *v, const struct top_row *rows, size_t nrows,
+		     const struct top_names *names)
+{
+	char text[LINE_SIZE];
+	int w;
+
+	if (v->proc_want < (int)sizeof("*" PROC_HEADING) - 1)
+		v->proc_want = (int)sizeof("*" PROC_HEADING) - 1;
+	for (size_t i = 0; names->process && i < nrows; i++) {
+		w = top_view_text(names->process(names->ctx, rows[i].proc), v->utf8,
+				  TOP_VIEW_MAX_COLS, false, text, sizeof(text));
+		if (w > v->proc_want)
+			v->proc_want = w;
+	}
+	return v->proc_want;
 }
 
 void top_view__draw(struct top_view *v, const struct top_status *st, const struct top_row *rows,
 		    size_t nrows, const struct top_names *names)
 {
 	int cols = COLS < TOP_VIEW_MAX_COLS ? COLS : TOP_VIEW_MAX_COLS, lines = LINES;
+	const char *keys = st->message;
 	struct top_layout l;
 
 	erase();
@@ -372,7 +451,7 @@ void top_view__draw(struct top_view *v, const struct top_status *st, const struc
 		refresh();
 		return;
 	}
-	top_view_layout(cols, &l);
+	top_view_layout(cols, st->processes ? proc_want(v, rows, nrows, names) : 0, &l);
 	draw_header(v, cols, st, &l);
 
 	v->page_rows = lines - HEADER_LINES - 1;
@@ -384,10 +463,11 @@ void top_view__draw(struct top_view *v, const struct top_status *st, const struc
 	for (int i = 0; i < v->page_rows && (size_t)(v->first + i) < nrows; i++)
 		draw_row(v, HEADER_LINES + i, &l, &rows[v->first + i], st->samples, names);
 
-	put_line(v, lines - 1, cols,
-		 st->message ? st->message
-			     : "q quit  o/t/n sort (1-5 columns)  r reverse  c interval/whole run  "
-			       "arrows scroll",
-		 A_REVERSE);
+	if (!keys)
+		keys = st->processes ? "q quit  o/t/n/P sort (1-5 columns)  r reverse  "
+				       "c interval/whole run  arrows scroll"
+				     : "q quit  o/t/n sort (1-5 columns)  r reverse  "
+				       "c interval/whole run  arrows scroll";
+	put_line(v, lines - 1, cols, keys, A_REVERSE);
 	refresh();
 }

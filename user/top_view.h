@@ -16,13 +16,17 @@
 #define TOP_VIEW_MAX_COLS 512
 
 /* Which columns fit a terminal `cols` wide. The own% column and the function are always
- * shown; the others go as the terminal narrows: file, then the sample counts, then total%. */
+ * shown; the others go as the terminal narrows: file, then the sample counts, then the
+ * process (when rows are per process: which process matters more than raw counts), then
+ * total%. `proc_want` is 0 when rows are not per process, else the columns the widest
+ * process label takes: the process column gets them when they fit in two fifths of what
+ * the fixed columns leave, else those (never below what keeps the PID readable). */
 struct top_layout {
-	bool total_pct, samples, file;
-	int func_cols, file_cols; /* file_cols is 0 when the file is not shown */
+	bool total_pct, samples, process, file;
+	int proc_cols, func_cols, file_cols; /* 0 when the column is not shown */
 };
 
-void top_view_layout(int cols, struct top_layout *l);
+void top_view_layout(int cols, int proc_want, struct top_layout *l);
 
 /* Render untrusted text `in` for the terminal into `out` (always terminated), at most
  * `max_cols` columns: newline, tab, backslash and other control bytes become \n, \t, \\,
@@ -47,6 +51,7 @@ struct top_status {
 	uint64_t worst;
 	uint64_t not_counted; /* shipped stacks userspace could not count */
 	bool cumulative, reverse;
+	bool processes; /* rows are per process: a PROCESS column, and P sorts by it */
 	enum top_sort sort;
 	const char *message; /* shown in the key line instead of the keys, or NULL */
 };
@@ -65,6 +70,20 @@ int top_view__key(struct top_view *v, int timeout_ms);
 /* Move the first row shown by `delta` rows (clamped when drawn); page = rows on screen. */
 void top_view__scroll(struct top_view *v, long delta);
 int top_view__page_rows(const struct top_view *v);
+
+/* A screen line: a column holds at most 4 bytes (a wide character is at most 4 bytes for 2
+ * columns, the cut mark 3 bytes for 1; escapes are 1 byte per column). */
+#define TOP_VIEW_LINE_SIZE (TOP_VIEW_MAX_COLS * 4 + 64)
+
+/* The table's heading line and row `r` as drawn in layout `l` (`samples`: all samples in
+ * the view, for the percentages), terminal-free so they can be tested: every name goes
+ * through top_view_text(), the process label keeping its tail (the PID) when cut. `out`
+ * (TOP_VIEW_LINE_SIZE bytes are enough) is always terminated. */
+void top_view_format_heading(const struct top_layout *l, enum top_sort sort, char *out,
+			     size_t out_size);
+void top_view_format_row(const struct top_layout *l, bool utf8, const struct top_row *r,
+			 uint64_t samples, const struct top_names *names, char *out,
+			 size_t out_size);
 
 /* Redraw everything. */
 void top_view__draw(struct top_view *v, const struct top_status *st, const struct top_row *rows,

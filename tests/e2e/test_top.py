@@ -4,9 +4,10 @@ each runs in a private tmux server with a fixed pane size, keys go in with send-
 the screen comes back with capture-pane. Also: top refuses a stdout that is not a
 terminal, --help, and the man page (renders, lints clean, names every option).
 
-Targets: tests/targets/top_target.py (hot_spin is the leaf of nearly every sample) and
-top_hostile.py (a busy function whose name carries terminal escapes), on Debian's
-/usr/bin/python3.11. Tests that sample take conftest's `pywalk` fixture (root, BTF, a
+Targets: tests/targets/top_target.py (hot_spin is the leaf of nearly every sample),
+top_other.py (the same with other_spin, so two processes have rows of their own) and
+top_hostile.py (a busy function whose name carries terminal escapes, and with --comm a
+process name that does too), on Debian's /usr/bin/python3.11. Tests that sample take conftest's `pywalk` fixture (root, BTF, a
 built binary); tmux is installed with apt-get when missing, else those tests skip.
 """
 import os
@@ -31,6 +32,10 @@ MAN_PAGE = os.path.join(REPO, "doc", "pywalk.1")
 # A table row: OWN% TOTAL% OWN TOTAL FUNCTION FILE:LINE (FUNCTION never has two spaces here)
 ROW_RE = re.compile(r"^\s*(\d+\.\d)\s+(\d+\.\d)\s+(\d+[kMGTP]?)\s+(\d+[kMGTP]?)"
                     r"\s{2}(.+?)\s+(\S+:\d+)\s*$")
+# A row with the PROCESS column: ... PROCESS FUNCTION FILE:LINE, the label "comm (PID)" (a
+# comm may hold single spaces) followed by at least two spaces
+PROC_ROW_RE = re.compile(r"^\s*(\d+\.\d)\s+(\d+\.\d)\s+(\d+[kMGTP]?)\s+(\d+[kMGTP]?)"
+                         r"\s{2}(.*? \((\d+)[^()]*\))\s{2,}(.+?)\s+(\S+:\d+)\s*$")
 RATE_RE = re.compile(r"(\d+\.\d) samples/s")
 PROGRESS_RE = re.compile(r"^pywalk: recording \d+\.\d s, \d+ shipped, \d+ rejected, \d+ lost")
 NOT_A_TTY = "pywalk top needs a terminal; use pywalk record"
@@ -172,6 +177,17 @@ def table(screen):
         if m:
             rows.append({"own_pct": float(m.group(1)), "total_pct": float(m.group(2)),
                          "func": m.group(5), "where": m.group(6)})
+    return rows
+
+
+def proc_table(screen):
+    """Rows of a per-process table on screen as dicts, top first."""
+    rows = []
+    for line in screen.splitlines():
+        m = PROC_ROW_RE.match(line)
+        if m:
+            rows.append({"own_pct": float(m.group(1)), "label": m.group(5),
+                         "pid": int(m.group(6)), "func": m.group(7), "where": m.group(8)})
     return rows
 
 
@@ -349,6 +365,100 @@ def test_top_narrow_and_resized_terminal(pywalk, pane, hot_target):
     pane.wait_for("the full view again", lambda s: "FILE:LINE" in s, timeout=3.0)
     pane.keys("q")
     assert wait(timeout=5) == 0
+
+
+# --- several processes --------------------------------------------------------------------
+
+@pytest.mark.parametrize("pane", [(160, 40)], indirect=True)
+def test_top_two_pids_rows_per_process_and_sort_by_process(pywalk, pane):
+    a, b = Target("top_target.py"), Target("top_other.py")
+    try:
+        wait = pane.run_and_status("%s top -p %d,%d" % (pywalk, a.pid, b.pid))
+
+        def both(screen):
+            funcs = {(r["pid"], r["func"]) for r in proc_table(screen)}
+            return ((a.pid, "hot_spin") in funcs and (b.pid, "other_spin") in funcs and
+                    (a.pid, "main") in funcs and (b.pid, "main") in funcs)
+        screen = pane.wait_for("rows of both processes", both, timeout=20.0)
+        assert screen.splitlines()[0].startswith(
+            "pywalk top - PIDs %d (python3.11), %d (python3.11)" % (a.pid, b.pid)), screen
+        assert re.search(r"\bPROCESS\s+FUNCTION\s+FILE:LINE", screen), screen
+        rows = proc_table(screen)
+        for r in rows:
+            # "comm (PID)", and each function under the process that runs it
+            assert r["label"] == "python3.11 (%d)" % r["pid"], r
+            assert r["pid"] in (a.pid, b.pid), r
+            assert r["func"] != ("other_spin" if r["pid"] == a.pid else "hot_spin"), r
+        # the same function in two processes is two rows
+        mains = [r for r in rows if r["func"] == "main"]
+        assert sorted(r["pid"] for r in mains) == sorted((a.pid, b.pid)), screen
+
+        pane.keys("P")
+        screen = pane.wait_for("the table sorted by process",
+                               lambda s: "*PROCESS" in s and "sort: process" in s and
+                               len({r["pid"] for r in proc_table(s)}) == 2, timeout=3.0)
+        rows = proc_table(screen)
+        pids = [r["pid"] for r in rows]
+        # each process's rows together, lower PID first (same comm), busiest row first
+        assert pids == sorted(pids), screen
+        for pid, leaf in ((a.pid, "hot_spin"), (b.pid, "other_spin")):
+            mine = [r for r in rows if r["pid"] == pid]
+            assert mine[0]["func"] == leaf, screen
+            assert [r["own_pct"] for r in mine] == sorted((r["own_pct"] for r in mine),
+                                                          reverse=True), screen
+        pane.keys("r")
+        screen = pane.wait_for("the reversed order", lambda s: "reversed" in s and
+                               len({r["pid"] for r in proc_table(s)}) == 2, timeout=3.0)
+        pids = [r["pid"] for r in proc_table(screen)]
+        assert pids == sorted(pids, reverse=True), screen
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        a.stop()
+        b.stop()
+
+
+@pytest.mark.parametrize("pane", [(200, 30)], indirect=True)
+def test_top_hostile_comm_is_shown_escaped_in_the_process_column(pywalk, pane):
+    plain, hostile = Target("top_target.py"), Target("top_hostile.py", "--comm")
+    try:
+        title = pane.fmt("#{pane_title}")
+        wait = pane.run_and_status("%s top -p %d,%d" % (pywalk, plain.pid, hostile.pid))
+        label = "\\x1b]2;PW\\x07\\x1b[2J\\u009bEV (%d)" % hostile.pid
+        screen = pane.wait_for("the hostile process's row",
+                               lambda s: label in s and "top_hostile.py" in s, timeout=20.0)
+        row = next(l for l in screen.splitlines() if label in l and "top_hostile.py" in l)
+        assert "\\x1b[2J\\x1b]2;PWNED\\x07spin\\nEVIL" in row, row
+        # nothing reached the terminal: no new title, the screen was not cleared
+        assert pane.fmt("#{pane_title}") == title
+        assert screen.splitlines()[0].startswith("pywalk top - PIDs %d (python3.11), %d ("
+                                                 % (plain.pid, hostile.pid)), screen
+        assert any(r["func"] == "hot_spin" and r["pid"] == plain.pid
+                   for r in proc_table(screen)), screen
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        plain.stop()
+        hostile.stop()
+
+
+@pytest.mark.parametrize("pane", [(160, 60)], indirect=True)
+def test_top_all_shows_a_process_started_after_it(pywalk, pane):
+    wait = pane.run_and_status("%s top --all" % pywalk)
+    pane.wait_for("the view", lambda s: "FUNCTION" in s and "PROCESS" in s, timeout=20.0)
+    screen = pane.screen()
+    assert screen.splitlines()[0].startswith("pywalk top - all Python processes"), screen
+    late = Target("top_other.py")
+    try:
+        # found when it execs, sampled from then on: its row within a few intervals
+        def late_row(screen):
+            return any(r["pid"] == late.pid and r["func"] == "other_spin" and
+                       r["label"] == "python3.11 (%d)" % late.pid for r in proc_table(screen))
+        pane.wait_for("the late process's row", late_row, timeout=10.0)
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        late.stop()
 
 
 # --- record's progress line ----------------------------------------------------------------

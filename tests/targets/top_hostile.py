@@ -5,13 +5,19 @@ and a bidi override (U+202E). A view that prints names raw would clear the scree
 pane title, or start a line with "EVIL". The file name is plain, so the view's other
 columns stay readable.
 
-Usage: python3.11 top_hostile.py [SECONDS]   (no argument: run until killed)
+With --comm the process also names itself with a hostile comm (an OSC 2 title "PW", a
+clear-screen escape and a C1 CSI, then "EV"), for the PROCESS column of a view of several
+processes.
+
+Usage: python3.11 top_hostile.py [SECONDS] [--comm]   (no SECONDS: run until killed)
 Prints READY (flushed) after a short warm-up. Stdlib only (3.11+: co_qualname).
 """
 import sys
 import time
 
 HOSTILE = "\x1b[2J\x1b]2;PWNED\x07spin\nEVIL\u009b31m\u202eevil"
+# at most 15 bytes: the kernel keeps no more of a comm
+HOSTILE_COMM = b"\x1b]2;PW\x07\x1b[2J\xc2\x9bEV"
 
 
 def spin(n):
@@ -32,4 +38,9 @@ def main(seconds):
         spin(2000000)
 
 
-main(float(sys.argv[1]) if len(sys.argv) > 1 else 0)
+args = [a for a in sys.argv[1:] if a != "--comm"]
+if "--comm" in sys.argv[1:]:
+    # before READY: pywalk reads the comm when it finds the process
+    with open("/proc/self/comm", "wb") as f:
+        f.write(HOSTILE_COMM)
+main(float(args[0]) if args else 0)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for user/top_model.c: own and total counts per function (recursion counted
  * once), intervals as differences between updates, whole-run totals, and the orders of
- * every sort key. Stacks are built in an agg directly; function ids name themselves. */
+ * every sort key; then the same per (process, function) when rows are per process. Stacks
+ * are built in an agg directly; function and process ids name themselves. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,11 +40,31 @@ static int line_of(void *ctx, uint32_t func)
 	return (int)func + 1;
 }
 
-static const struct top_names names = { .name = name_of, .file = file_of, .line = line_of };
+/* process labels: PIDs 100 and 99 of one program (numeric order puts 99 first), another
+ * program, and a fourth process with the same label as the first (a reused PID) */
+enum { P_PY100, P_PY99, P_WORKER, P_PY100_AGAIN, P__COUNT };
+static const char *const proc_names[P__COUNT] = {
+	[P_PY100] = "python3 (100)",
+	[P_PY99] = "python3 (99)",
+	[P_WORKER] = "worker (7)",
+	[P_PY100_AGAIN] = "python3 (100)",
+};
 
-/* Count `count` samples of the stack of functions `funcs` (root first); each frame's line
- * is 10 * its depth, so equal functions at different depths are different frames. */
-static void add(struct agg *agg, const uint32_t *funcs, uint32_t n, uint64_t count)
+static const char *proc_of(void *ctx, uint32_t proc)
+{
+	(void)ctx;
+	return proc < P__COUNT ? proc_names[proc] : "?";
+}
+
+static const struct top_names names = {
+	.name = name_of, .file = file_of, .line = line_of, .process = proc_of
+};
+
+/* Count `count` samples of process `proc`'s stack of functions `funcs` (root first); each
+ * frame's line is 10 * its depth, so equal functions at different depths are different
+ * frames (and one frame id is shared by every process that has it). */
+static void add_proc(struct agg *agg, uint32_t proc, const uint32_t *funcs, uint32_t n,
+		     uint64_t count)
 {
 	uint32_t ids[16];
 
@@ -54,12 +75,13 @@ static void add(struct agg *agg, const uint32_t *funcs, uint32_t n, uint64_t cou
 		assert_true(id >= 0);
 		ids[i] = (uint32_t)id;
 	}
-	assert_int_equal(agg__add(agg, 0, 1, 1, ids, n, count), 0);
+	assert_int_equal(agg__add(agg, proc, 1000 + proc, 1000 + proc, ids, n, count), 0);
 }
 
-#define ADD(agg, count, ...)                                                        \
-	add((agg), (const uint32_t[]){ __VA_ARGS__ },                               \
-	    sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t), (count))
+#define ADD_PROC(agg, proc, count, ...)                                             \
+	add_proc((agg), (proc), (const uint32_t[]){ __VA_ARGS__ },                  \
+		 sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t), (count))
+#define ADD(agg, count, ...) ADD_PROC((agg), 0, (count), __VA_ARGS__)
 
 /* The row of `func` in the last ranking, or NULL. */
 static const struct top_row *row_of(const struct top_model *m, uint32_t func)
@@ -98,7 +120,7 @@ static void assert_order(struct top_model *m, bool cumulative, enum top_sort key
 static void test_top_model_own_is_leaf_and_total_is_anywhere(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 
 	(void)state;
 	ADD(agg, 3, F_MODULE, F_MAIN, F_WORK, F_LEAF);
@@ -117,7 +139,7 @@ static void test_top_model_own_is_leaf_and_total_is_anywhere(void **state)
 static void test_top_model_recursion_counts_total_once_per_sample(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 
 	(void)state;
 	/* rec -> rec -> rec, and rec calling leaf between two rec frames */
@@ -135,7 +157,7 @@ static void test_top_model_recursion_counts_total_once_per_sample(void **state)
 static void test_top_model_interval_is_what_came_since_the_last_update(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 
 	(void)state;
 	ADD(agg, 10, F_MAIN, F_WORK);
@@ -163,7 +185,7 @@ static void test_top_model_interval_is_what_came_since_the_last_update(void **st
 static void test_top_model_quiet_interval_has_no_rows_but_run_keeps_them(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 
 	(void)state;
 	ADD(agg, 4, F_MAIN, F_WORK);
@@ -180,7 +202,7 @@ static void test_top_model_quiet_interval_has_no_rows_but_run_keeps_them(void **
 static void test_top_model_stack_without_frames_counts_in_samples_only(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 	uint32_t none[1] = { 0 };
 
 	(void)state;
@@ -198,7 +220,7 @@ static void test_top_model_stack_without_frames_counts_in_samples_only(void **st
 static void test_top_model_lines_of_one_function_are_one_row(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 	uint32_t ids[2];
 
 	(void)state;
@@ -217,7 +239,7 @@ static void test_top_model_lines_of_one_function_are_one_row(void **state)
 static void test_top_model_sort_keys_and_ties(void **state)
 {
 	struct agg *agg = agg__new();
-	struct top_model *m = top_model__new();
+	struct top_model *m = top_model__new(false);
 
 	(void)state;
 	/* own: leaf 5, work 3, rec 3 (tie broken by total: work 8 > rec 3); main and <module>
@@ -241,6 +263,229 @@ static void test_top_model_sort_keys_and_ties(void **state)
 	agg__free(agg);
 }
 
+/* --- rows per process ---------------------------------------------------------------- */
+
+/* The row of (proc, func) in the last ranking, or NULL. */
+static const struct top_row *row_of_proc(const struct top_model *m, uint32_t proc,
+					 uint32_t func)
+{
+	size_t n;
+	const struct top_row *rows = top_model__rows(m, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].proc == proc && rows[i].func == func)
+			return &rows[i];
+	return NULL;
+}
+
+static void assert_proc_counts(const struct top_model *m, uint32_t proc, uint32_t func,
+			       uint64_t own, uint64_t total)
+{
+	const struct top_row *r = row_of_proc(m, proc, func);
+
+	assert_non_null(r);
+	assert_int_equal(r->own, own);
+	assert_int_equal(r->total, total);
+}
+
+/* The last ranking is exactly `want` ((proc, func) pairs), in that order. */
+static void assert_proc_order(const struct top_model *m, const uint32_t (*want)[2],
+			      size_t nwant)
+{
+	size_t n;
+	const struct top_row *rows = top_model__rows(m, &n);
+
+	assert_int_equal(n, nwant);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(rows[i].proc, want[i][0]);
+		assert_int_equal(rows[i].func, want[i][1]);
+	}
+}
+
+static void test_top_model_same_function_in_two_processes_is_two_rows(void **state)
+{
+	struct agg *agg = agg__new();
+	struct top_model *per = top_model__new(true), *merged = top_model__new(false);
+
+	(void)state;
+	assert_true(top_model__per_process(per));
+	assert_false(top_model__per_process(merged));
+	/* the same frames (main at line 10, work at 20) in both processes */
+	ADD_PROC(agg, P_PY100, 3, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_PY99, 5, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_PY99, 2, F_MAIN, F_LEAF);
+	assert_int_equal(top_model__update(per, agg), 0);
+	assert_int_equal(top_model__samples(per, false), 10);
+	assert_int_equal(top_model__rank(per, false, TOP_SORT_OWN, false, &names), 5);
+	assert_proc_counts(per, P_PY100, F_MAIN, 0, 3);
+	assert_proc_counts(per, P_PY100, F_WORK, 3, 3);
+	assert_proc_counts(per, P_PY99, F_MAIN, 0, 7);
+	assert_proc_counts(per, P_PY99, F_WORK, 5, 5);
+	assert_proc_counts(per, P_PY99, F_LEAF, 2, 2);
+	assert_null(row_of_proc(per, P_PY100, F_LEAF));
+
+	/* one process's view of the same samples: a row per function, as before */
+	assert_int_equal(top_model__update(merged, agg), 0);
+	assert_int_equal(top_model__rank(merged, false, TOP_SORT_OWN, false, &names), 3);
+	assert_proc_counts(merged, 0, F_MAIN, 0, 10);
+	assert_proc_counts(merged, 0, F_WORK, 8, 8);
+	assert_proc_counts(merged, 0, F_LEAF, 2, 2);
+	top_model__free(per);
+	top_model__free(merged);
+	agg__free(agg);
+}
+
+static void test_top_model_interval_per_process_and_function(void **state)
+{
+	struct agg *agg = agg__new();
+	struct top_model *m = top_model__new(true);
+
+	(void)state;
+	ADD_PROC(agg, P_PY100, 4, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_PY99, 6, F_MAIN, F_WORK);
+	assert_int_equal(top_model__update(m, agg), 0);
+	/* only P_PY99 runs in the next interval, and P_WORKER starts with a function of its own
+	 * and one the others have */
+	ADD_PROC(agg, P_PY99, 1, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_WORKER, 2, F_MAIN, F_REC);
+	assert_int_equal(top_model__update(m, agg), 0);
+
+	assert_int_equal(top_model__samples(m, false), 3);
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_OWN, false, &names), 4);
+	assert_null(row_of_proc(m, P_PY100, F_WORK));
+	assert_null(row_of_proc(m, P_PY100, F_MAIN));
+	assert_proc_counts(m, P_PY99, F_WORK, 1, 1);
+	assert_proc_counts(m, P_PY99, F_MAIN, 0, 1);
+	assert_proc_counts(m, P_WORKER, F_REC, 2, 2);
+	assert_proc_counts(m, P_WORKER, F_MAIN, 0, 2);
+
+	assert_int_equal(top_model__samples(m, true), 13);
+	assert_int_equal(top_model__rank(m, true, TOP_SORT_OWN, false, &names), 6);
+	assert_proc_counts(m, P_PY100, F_WORK, 4, 4);
+	assert_proc_counts(m, P_PY99, F_WORK, 7, 7);
+	assert_proc_counts(m, P_PY99, F_MAIN, 0, 7);
+	assert_proc_counts(m, P_WORKER, F_REC, 2, 2);
+
+	/* a quiet interval: no rows, the whole run keeps every process */
+	assert_int_equal(top_model__update(m, agg), 0);
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_OWN, false, &names), 0);
+	assert_int_equal(top_model__rank(m, true, TOP_SORT_OWN, false, &names), 6);
+	top_model__free(m);
+	agg__free(agg);
+}
+
+static void test_top_model_recursion_counted_once_per_process(void **state)
+{
+	struct agg *agg = agg__new();
+	struct top_model *m = top_model__new(true);
+
+	(void)state;
+	ADD_PROC(agg, P_PY100, 2, F_MAIN, F_REC, F_REC, F_REC);
+	ADD_PROC(agg, P_PY99, 5, F_MAIN, F_REC, F_LEAF, F_REC);
+	assert_int_equal(top_model__update(m, agg), 0);
+	/* the next interval: rec recursing again, in the stack already seen */
+	ADD_PROC(agg, P_PY100, 1, F_MAIN, F_REC, F_REC, F_REC);
+	assert_int_equal(top_model__update(m, agg), 0);
+
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_TOTAL, false, &names), 2);
+	assert_proc_counts(m, P_PY100, F_REC, 1, 1);
+	assert_proc_counts(m, P_PY100, F_MAIN, 0, 1);
+	assert_int_equal(top_model__rank(m, true, TOP_SORT_TOTAL, false, &names), 5);
+	assert_proc_counts(m, P_PY100, F_REC, 3, 3);
+	assert_proc_counts(m, P_PY100, F_MAIN, 0, 3);
+	assert_proc_counts(m, P_PY99, F_REC, 5, 5);
+	assert_proc_counts(m, P_PY99, F_LEAF, 0, 5);
+	assert_proc_counts(m, P_PY99, F_MAIN, 0, 5);
+	top_model__free(m);
+	agg__free(agg);
+}
+
+static void test_top_model_sort_by_process(void **state)
+{
+	struct agg *agg = agg__new();
+	struct top_model *m = top_model__new(true);
+
+	(void)state;
+	/* labels in order: "python3 (99)" < "python3 (100)" (PIDs as numbers, not bytes) <
+	 * "worker (7)"; P_PY100_AGAIN has P_PY100's label and comes after it, by index */
+	ADD_PROC(agg, P_WORKER, 9, F_MAIN, F_LEAF);
+	ADD_PROC(agg, P_PY100, 1, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_PY100, 4, F_MAIN, F_LEAF);
+	ADD_PROC(agg, P_PY99, 2, F_MAIN, F_WORK);
+	ADD_PROC(agg, P_PY99, 2, F_MAIN, F_LEAF);
+	ADD_PROC(agg, P_PY100_AGAIN, 3, F_WORK);
+	assert_int_equal(top_model__update(m, agg), 0);
+
+	/* within a process: own samples, most first, then the name (P_PY99's leaf and work tie
+	 * on own 2; its main has own 0) */
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_PROCESS, false, &names), 9);
+	assert_proc_order(m,
+			  (const uint32_t[][2]){ { P_PY99, F_LEAF },
+						 { P_PY99, F_WORK },
+						 { P_PY99, F_MAIN },
+						 { P_PY100, F_LEAF },
+						 { P_PY100, F_WORK },
+						 { P_PY100, F_MAIN },
+						 { P_PY100_AGAIN, F_WORK },
+						 { P_WORKER, F_LEAF },
+						 { P_WORKER, F_MAIN } },
+			  9);
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_PROCESS, true, &names), 9);
+	assert_proc_order(m,
+			  (const uint32_t[][2]){ { P_WORKER, F_MAIN },
+						 { P_WORKER, F_LEAF },
+						 { P_PY100_AGAIN, F_WORK },
+						 { P_PY100, F_MAIN },
+						 { P_PY100, F_WORK },
+						 { P_PY100, F_LEAF },
+						 { P_PY99, F_MAIN },
+						 { P_PY99, F_WORK },
+						 { P_PY99, F_LEAF } },
+			  9);
+
+	/* by own, each row on its counts alone (leaf is 15 samples in all, but no one row):
+	 * worker's leaf 9, P_PY100's leaf 4, P_PY100_AGAIN's work 3, P_PY99's leaf and work
+	 * (own 2, total 2: by name), P_PY100's work 1, then the mains by total */
+	assert_int_equal(top_model__rank(m, false, TOP_SORT_OWN, false, &names), 9);
+	assert_proc_order(m,
+			  (const uint32_t[][2]){ { P_WORKER, F_LEAF },
+						 { P_PY100, F_LEAF },
+						 { P_PY100_AGAIN, F_WORK },
+						 { P_PY99, F_LEAF },
+						 { P_PY99, F_WORK },
+						 { P_PY100, F_WORK },
+						 { P_WORKER, F_MAIN },
+						 { P_PY100, F_MAIN },
+						 { P_PY99, F_MAIN } },
+			  9);
+	top_model__free(m);
+	agg__free(agg);
+}
+
+static void test_top_model_equal_rows_of_two_processes_go_by_label(void **state)
+{
+	struct agg *agg = agg__new();
+	struct top_model *m = top_model__new(true);
+
+	(void)state;
+	/* the same counts everywhere: only the labels (then the ids) tell the rows apart, and
+	 * the order must not depend on the order the stacks arrived in */
+	ADD_PROC(agg, P_WORKER, 2, F_WORK);
+	ADD_PROC(agg, P_PY100, 2, F_WORK);
+	ADD_PROC(agg, P_PY99, 2, F_WORK);
+	assert_int_equal(top_model__update(m, agg), 0);
+	for (enum top_sort key = TOP_SORT_OWN; key <= TOP_SORT_PROCESS; key++) {
+		assert_int_equal(top_model__rank(m, false, key, false, &names), 3);
+		assert_proc_order(m,
+				  (const uint32_t[][2]){ { P_PY99, F_WORK },
+							 { P_PY100, F_WORK },
+							 { P_WORKER, F_WORK } },
+				  3);
+	}
+	top_model__free(m);
+	agg__free(agg);
+}
+
 static void test_top_model_free_null_is_a_no_op(void **state)
 {
 	(void)state;
@@ -257,6 +502,11 @@ int main(void)
 		cmocka_unit_test(test_top_model_stack_without_frames_counts_in_samples_only),
 		cmocka_unit_test(test_top_model_lines_of_one_function_are_one_row),
 		cmocka_unit_test(test_top_model_sort_keys_and_ties),
+		cmocka_unit_test(test_top_model_same_function_in_two_processes_is_two_rows),
+		cmocka_unit_test(test_top_model_interval_per_process_and_function),
+		cmocka_unit_test(test_top_model_recursion_counted_once_per_process),
+		cmocka_unit_test(test_top_model_sort_by_process),
+		cmocka_unit_test(test_top_model_equal_rows_of_two_processes_go_by_label),
 		cmocka_unit_test(test_top_model_free_null_is_a_no_op),
 	};
 

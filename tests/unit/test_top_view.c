@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for the terminal-free parts of user/top_view.c: escaping of hostile names
- * (no control byte may reach the terminal), cutting to a column budget, and which columns
- * fit a terminal of a given width. No terminal is opened. */
+ * (no control byte may reach the terminal), cutting to a column budget, which columns fit
+ * a terminal of a given width, and the heading and rows as they are drawn, with the process
+ * column when rows are per process. No terminal is opened. */
 #include <locale.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,8 +200,9 @@ static void test_top_view_random_input_never_emits_control_bytes(void **state)
 
 static int row_width(const struct top_layout *l)
 {
-	/* own% 6, total% 8, two counts of 8, gap 2, function, then ' ' and the file */
-	return 6 + (l->total_pct ? 8 : 0) + (l->samples ? 16 : 0) + 2 + l->func_cols +
+	/* own% 6, total% 8, two counts of 8, gap 2, process and gap 2, function, ' ' and file */
+	return 6 + (l->total_pct ? 8 : 0) + (l->samples ? 16 : 0) + 2 +
+	       (l->process ? l->proc_cols + 2 : 0) + l->func_cols +
 	       (l->file ? 1 + l->file_cols : 0);
 }
 
@@ -209,29 +211,201 @@ static void test_top_view_layout_drops_columns_as_the_terminal_narrows(void **st
 	struct top_layout l;
 
 	(void)state;
-	top_view_layout(120, &l);
+	top_view_layout(120, 0, &l);
 	assert_true(l.total_pct && l.samples && l.file);
 	assert_int_equal(row_width(&l), 120);
 
-	top_view_layout(80, &l);
+	top_view_layout(80, 0, &l);
 	assert_true(l.total_pct && l.samples && l.file);
 	assert_true(l.func_cols >= 20 && l.file_cols >= 20);
 
-	top_view_layout(60, &l);
+	top_view_layout(60, 0, &l);
 	assert_true(l.total_pct && l.samples && !l.file);
 
-	top_view_layout(40, &l);
+	top_view_layout(40, 0, &l);
 	assert_true(l.total_pct && !l.samples && !l.file);
 
-	top_view_layout(20, &l);
+	top_view_layout(20, 0, &l);
 	assert_true(!l.total_pct && !l.samples && !l.file);
 	assert_int_equal(l.func_cols, 12);
 
 	for (int cols = 20; cols <= TOP_VIEW_MAX_COLS; cols++) {
-		top_view_layout(cols, &l);
+		top_view_layout(cols, 0, &l);
 		assert_true(l.func_cols >= 1);
+		assert_false(l.process);
+		assert_int_equal(l.proc_cols, 0);
 		assert_int_equal(row_width(&l), cols);
 	}
+}
+
+/* "python3.11 (4242)" is 17 columns: the widest label of a typical --all */
+#define LABEL_COLS 17
+
+static void test_top_view_layout_process_column_goes_before_the_function(void **state)
+{
+	static const int wants[] = { 8, LABEL_COLS, 44, TOP_VIEW_MAX_COLS };
+	struct top_layout l, narrower;
+
+	(void)state;
+	top_view_layout(120, LABEL_COLS, &l);
+	assert_true(l.total_pct && l.samples && l.process && l.file);
+	assert_int_equal(l.proc_cols, LABEL_COLS);
+	assert_true(l.func_cols >= 20 && l.file_cols >= 20);
+	assert_int_equal(row_width(&l), 120);
+
+	/* 80 columns: the file goes first, the whole label stays */
+	top_view_layout(80, LABEL_COLS, &l);
+	assert_true(l.total_pct && l.samples && l.process && !l.file);
+	assert_int_equal(l.proc_cols, LABEL_COLS);
+
+	/* then the counts, before the process */
+	top_view_layout(60, LABEL_COLS, &l);
+	assert_true(l.total_pct && !l.samples && l.process && !l.file);
+	assert_true(l.proc_cols >= 12 && l.func_cols >= 12);
+
+	/* 40 columns: the process is gone, the function is there */
+	top_view_layout(40, LABEL_COLS, &l);
+	assert_true(l.total_pct && !l.samples && !l.process && !l.file);
+	assert_int_equal(l.proc_cols, 0);
+	assert_int_equal(l.func_cols, 24);
+
+	/* a label as long as a container's: the column takes two fifths, the rest is shared */
+	top_view_layout(120, 44, &l);
+	assert_true(l.process && l.file);
+	assert_int_equal(l.proc_cols, 35);
+
+	for (size_t w = 0; w < sizeof(wants) / sizeof(wants[0]); w++) {
+		top_view_layout(19, wants[w], &narrower);
+		for (int cols = 20; cols <= TOP_VIEW_MAX_COLS; cols++) {
+			top_view_layout(cols, wants[w], &l);
+			assert_int_equal(row_width(&l), cols);
+			assert_true(l.func_cols >= 1);
+			/* never wider than the label, never so narrow the PID is cut off */
+			if (l.process)
+				assert_true(l.proc_cols <= wants[w] &&
+					    (l.proc_cols >= 12 || l.proc_cols == wants[w]) &&
+					    l.func_cols >= 12);
+			/* the counts only with the process, and once shown, shown when wider */
+			assert_true(!l.samples || l.process);
+			assert_true(!narrower.process || l.process);
+			assert_true(!narrower.file || l.file);
+			narrower = l;
+		}
+	}
+}
+
+struct hostile_names {
+	const char *process;
+};
+
+static const char *hn_name(void *ctx, uint32_t func)
+{
+	(void)ctx;
+	(void)func;
+	return "spin";
+}
+
+static const char *hn_file(void *ctx, uint32_t func)
+{
+	(void)ctx;
+	(void)func;
+	return "/srv/app.py";
+}
+
+static int hn_line(void *ctx, uint32_t func)
+{
+	(void)ctx;
+	(void)func;
+	return 14;
+}
+
+static const char *hn_process(void *ctx, uint32_t proc)
+{
+	(void)proc;
+	return ((const struct hostile_names *)ctx)->process;
+}
+
+/* Byte offset of `needle` in `hay` (which must hold it). */
+static size_t offset_of(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+
+	assert_non_null(p);
+	return (size_t)(p - hay);
+}
+
+static void assert_no_control_bytes(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		assert_true(*p >= 0x20 && *p != 0x7f);
+}
+
+static void test_top_view_process_column_is_drawn_escaped(void **state)
+{
+	/* a comm that tries to clear the screen, set the title and break the line */
+	struct hostile_names hn = { .process = "py\n\x1b[2J\x1b]0;pwned\x07\xc2\x9bthon (4242)" };
+	const struct top_names names = { .name = hn_name, .file = hn_file, .line = hn_line,
+					 .process = hn_process, .ctx = &hn };
+	const struct top_row row = { .proc = 3, .func = 1, .own = 25, .total = 50 };
+	char head[TOP_VIEW_LINE_SIZE], line[TOP_VIEW_LINE_SIZE];
+	struct top_layout l;
+
+	(void)state;
+	top_view_layout(200, 60, &l);
+	assert_true(l.process);
+	top_view_format_heading(&l, TOP_SORT_PROCESS, head, sizeof(head));
+	top_view_format_row(&l, true, &row, 100, &names, line, sizeof(line));
+	assert_no_control_bytes(line);
+	assert_non_null(strstr(line, "py\\n\\x1b[2J\\x1b]0;pwned\\x07\\u009bthon (4242)"));
+	assert_non_null(strstr(line, " spin "));
+	assert_non_null(strstr(line, "/srv/app.py:14"));
+	/* the columns line up with their headings */
+	assert_non_null(strstr(head, "*PROCESS"));
+	assert_int_equal(offset_of(head, "*PROCESS"), offset_of(line, "py\\n"));
+	assert_int_equal(offset_of(head, "FUNCTION"), offset_of(line, "spin"));
+	assert_true(strlen(line) <= 200);
+
+	/* cut to the column, the label keeps its end: the PID */
+	top_view_layout(60, 60, &l);
+	assert_true(l.process && l.proc_cols < 40);
+	top_view_format_heading(&l, TOP_SORT_OWN, head, sizeof(head));
+	top_view_format_row(&l, false, &row, 100, &names, line, sizeof(line));
+	assert_no_control_bytes(line);
+	assert_non_null(strstr(line, "~"));
+	assert_non_null(strstr(line, "thon (4242) "));
+	assert_null(strstr(head, "*PROCESS"));
+	assert_int_equal(offset_of(head, "PROCESS"), offset_of(line, "~"));
+	assert_int_equal(offset_of(head, "FUNCTION"), offset_of(line, "spin"));
+
+	/* narrow: no process column, no trace of the label, the function stays */
+	top_view_layout(40, 60, &l);
+	top_view_format_heading(&l, TOP_SORT_PROCESS, head, sizeof(head));
+	top_view_format_row(&l, true, &row, 100, &names, line, sizeof(line));
+	assert_null(strstr(head, "PROCESS"));
+	assert_non_null(strstr(head, "FUNCTION"));
+	assert_null(strstr(line, "4242"));
+	assert_int_equal(offset_of(head, "FUNCTION"), offset_of(line, "spin"));
+}
+
+static void test_top_view_rows_without_processes_have_no_process_column(void **state)
+{
+	const struct top_names names = { .name = hn_name, .file = hn_file, .line = hn_line };
+	const struct top_row row = { .func = 1, .own = 1, .total = 4 };
+	char head[TOP_VIEW_LINE_SIZE], line[TOP_VIEW_LINE_SIZE];
+	struct top_layout l;
+
+	(void)state;
+	top_view_layout(120, 0, &l);
+	top_view_format_heading(&l, TOP_SORT_NAME, head, sizeof(head));
+	top_view_format_row(&l, true, &row, 8, &names, line, sizeof(line));
+	assert_null(strstr(head, "PROCESS"));
+	assert_non_null(strstr(head, "*FUNCTION"));
+	/* "  12.5    50.0       1       4  spin" */
+	assert_int_equal(offset_of(line, "12.5"), 2);
+	assert_int_equal(offset_of(line, "50.0"), 10);
+	assert_int_equal(offset_of(head, "*FUNCTION"), offset_of(line, "spin"));
+	assert_int_equal(offset_of(line, "spin"), 32);
+	assert_true(strlen(line) <= 120);
 }
 
 int main(void)
@@ -249,6 +423,9 @@ int main(void)
 		cmocka_unit_test(test_top_view_small_buffer_is_never_overrun),
 		cmocka_unit_test(test_top_view_random_input_never_emits_control_bytes),
 		cmocka_unit_test(test_top_view_layout_drops_columns_as_the_terminal_narrows),
+		cmocka_unit_test(test_top_view_layout_process_column_goes_before_the_function),
+		cmocka_unit_test(test_top_view_process_column_is_drawn_escaped),
+		cmocka_unit_test(test_top_view_rows_without_processes_have_no_process_column),
 	};
 
 	return cmocka_run_group_tests(tests, setup_utf8, NULL);
