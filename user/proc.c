@@ -271,8 +271,10 @@ int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size)
 	close(fd);
 	if (n < 0)
 		return -errno;
+	/* the kernel ends it with one newline; a comm may hold newlines of its own */
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
 	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
 	return 0;
 }
 
