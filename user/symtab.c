@@ -128,7 +128,7 @@ char *symtab_decode_str(const uint8_t *data, size_t len, unsigned int kind, bool
 /* Read a str object. Only compact strings (every str a code object holds) are accepted. */
 static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 {
-	uint8_t hdr[64];
+	uint8_t hdr[PY_STR_HDR_MAX];
 	uint64_t len;
 	uint32_t state;
 	unsigned int kind;
@@ -237,7 +237,7 @@ static uint64_t load_ptr(const uint8_t *buf, uint16_t off)
 static int64_t read_code(struct symtab *st, pid_t pid, uint64_t code_type,
 			 const struct py_objlayout *lay, uint64_t code, uint32_t tag)
 {
-	uint8_t hdr[512];
+	uint8_t hdr[PY_CODE_HDR_MAX];
 	char *name = NULL, *file = NULL;
 	uint8_t *linetable = NULL;
 	uint32_t linetable_len = 0;
