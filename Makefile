@@ -1,5 +1,6 @@
 # pywalk: plain GNU make. `make` builds build/pywalk; `make test` runs unit and end-to-end
-# tests; `make bench` measures. Everything generated goes under $(O).
+# tests; `make bench` measures; `make fuzz` fuzzes the parsers. Everything generated goes
+# under $(O).
 O ?= build
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -31,7 +32,8 @@ LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all check test e2e bench install clean lint format deps interpreters demo
+.PHONY: all check test e2e bench install clean lint format deps interpreters demo fuzz \
+	fuzz-smoke fuzz-seeds
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -94,6 +96,50 @@ demo:
 bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
+# ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
+FUZZ_TARGETS := linetable strdecode debug_offsets elf maps escape
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Ibpf -Iuser -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
+# The real modules each target links: the parser and what it calls, never a copy.
+FUZZ_MODS_linetable := linetable
+FUZZ_MODS_strdecode := symtab linetable htab proc util
+FUZZ_MODS_debug_offsets := pyver proc util
+FUZZ_MODS_elf := elfinfo
+FUZZ_MODS_maps := proc util
+FUZZ_MODS_escape := escape util
+FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
+FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+$(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+define FUZZ_RULE
+$(O)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(patsubst %,$(O)/fuzz/obj/%.o,$(FUZZ_MODS_$(1))) \
+		| $(O)/fuzz/obj
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CLANG) $$(FUZZ_CFLAGS) $$(filter %.c %.o,$$^) $$(FUZZ_LIBS_$(1)) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
+
+$(O)/fuzz/obj:
+	$(Q)mkdir -p $@
+
+# Each target for FUZZ_SECONDS over a scratch copy of tests/fuzz/corpus/<target>; crash
+# inputs go to $(O)/fuzz/crashes.
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(O)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# What CI runs: every target briefly.
+fuzz-smoke: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(O)/fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# Regenerate the committed seed corpora from real data (interpreters, binaries, /proc).
+fuzz-seeds:
+	$(Q)$(PYTHON) tests/fuzz/make_seeds.py
+
 install: $(O)/pywalk
 	install -D -m 0755 $(O)/pywalk $(DESTDIR)$(PREFIX)/bin/pywalk
 	install -D -m 0644 doc/pywalk.1 $(DESTDIR)$(PREFIX)/share/man/man1/pywalk.1
@@ -111,6 +157,6 @@ format:
 clean:
 	rm -rf $(O)
 
--include $(USER_OBJS:.o=.d)
+-include $(USER_OBJS:.o=.d) $(wildcard $(O)/fuzz/*.d $(O)/fuzz/obj/*.d)
 
 -include bench/bench.mk
