@@ -129,6 +129,7 @@ char *symtab_decode_str(const uint8_t *data, size_t len, unsigned int kind, bool
 static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 {
 	uint8_t hdr[PY_STR_HDR_MAX];
+	size_t hdr_len;
 	uint64_t len;
 	uint32_t state;
 	unsigned int kind;
@@ -138,7 +139,10 @@ static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 
 	if (!addr || lay->str_state + 4u > sizeof(hdr) || lay->str_length + 8u > sizeof(hdr))
 		return NULL;
-	if (proc_read_mem(pid, addr, hdr, lay->str_state + 4))
+	/* up to the end of both fields: a layout may put the length after the state */
+	hdr_len = lay->str_state + 4u > lay->str_length + 8u ? lay->str_state + 4u :
+							       lay->str_length + 8u;
+	if (proc_read_mem(pid, addr, hdr, hdr_len))
 		return NULL;
 	memcpy(&len, hdr + lay->str_length, 8);
 	memcpy(&state, hdr + lay->str_state, 4);
