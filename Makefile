@@ -82,7 +82,8 @@ check: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: $(O)/pywalk interpreters
-	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e $(PYTEST_ARGS)
+	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e \
+		$(PYTEST_ARGS)
 
 # Debian unstable's 3.13-3.15 for the end-to-end tests, cached under /var/cache/pywalk.
 # In CI a failed fetch fails the run; elsewhere those versions are skipped with the reason.

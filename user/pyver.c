@@ -345,8 +345,8 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	if (obj->co_read_size > PY_CODE_HDR_MAX || obj->str_state + 4 > PY_STR_HDR_MAX ||
 	    obj->str_length + 8 > PY_STR_HDR_MAX) {
 		snprintf(why, why_size,
-			 "Python %u.%u.%u debug offsets look corrupt (code or str layout larger than "
-			 "pywalk reads)",
+			 "Python %u.%u.%u debug offsets look corrupt (code or str layout "
+			 "larger than pywalk reads)",
 			 out->major, minor, out->micro);
 		return -EPROTO;
 	}

@@ -17,7 +17,8 @@
 		   (unsigned int)(off), (unsigned int)(width), (unsigned int)(size))
 
 /* offsets added to an address and read with one PW_READ_USER: aligned pointers */
-#define PTR(name, off) FUZZ_CHECK((off) % 8 == 0, "%s offset %u misaligned", name, (unsigned int)(off))
+#define PTR(name, off) \
+	FUZZ_CHECK((off) % 8 == 0, "%s offset %u misaligned", name, (unsigned int)(off))
 
 static void check_walker(const struct pw_proc *cfg)
 {
@@ -29,7 +30,8 @@ static void check_walker(const struct pw_proc *cfg)
 
 	FUZZ_CHECK(cfg->chain_kind >= PW_CHAIN_FRAMEOBJ && cfg->chain_kind <= PW_CHAIN_BASE,
 		   "chain kind %u", cfg->chain_kind);
-	FUZZ_CHECK(cfg->thread_match == PW_MATCH_NATIVE_TID || cfg->thread_match == PW_MATCH_PTHREAD,
+	FUZZ_CHECK(cfg->thread_match == PW_MATCH_NATIVE_TID ||
+			   cfg->thread_match == PW_MATCH_PTHREAD,
 		   "thread match %u", cfg->thread_match);
 	FUZZ_CHECK(fr <= PW_FRAME_READ_MAX, "frame_read_size %u", fr);
 	FUZZ_CHECK(ts <= PW_TSTATE_READ_MAX, "tstate_read_size %u", ts);
@@ -49,7 +51,7 @@ static void check_walker(const struct pw_proc *cfg)
 	FIELD("tstate_thread_id", o->tstate_thread_id, tid_w, ts);
 	FIELD("tstate_frame", o->tstate_frame, 8, ts);
 	if (cfg->chain_kind == PW_CHAIN_BASE) {
-		FUZZ_CHECK(o->tstate_base_frame != PW_OFF_NONE, "base-frame rule without base_frame");
+		FUZZ_CHECK(o->tstate_base_frame != PW_OFF_NONE, "base rule without base_frame");
 		FIELD("tstate_base_frame", o->tstate_base_frame, 8, ts);
 	}
 	if (o->tstate_datastack_chunk != PW_OFF_NONE)
@@ -112,7 +114,8 @@ static void check_symbolizer(const struct py_version *v)
 
 	/* the symbolizer recomputes the walker's tag from the same window */
 	FUZZ_CHECK(l->tag_off == o->code_tag && l->tag_mask == o->code_tag_mask &&
-			   l->tag_size == o->code_tag_size && l->tag_name_word == v->cfg.code_tag_name,
+			   l->tag_size == o->code_tag_size &&
+			   l->tag_name_word == v->cfg.code_tag_name,
 		   "symbolizer and walker disagree on the tag window");
 	if (l->tag_off != PW_OFF_NONE)
 		FUZZ_CHECK(l->tag_off + l->tag_size <= cr, "tag window %u+%u past co_read_size %u",

@@ -55,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err = elf_read_pyinfo(memfd, &info);
 	FUZZ_CHECK(err == 0 || err == -ENOEXEC, "error %d", err);
 	FUZZ_CHECK(fcntl(memfd, F_GETFD) >= 0, "fd closed by the reader");
-	FUZZ_CHECK(elf_read_pyinfo(memfd, &again) == err && (err || !memcmp(&info, &again, sizeof(info))),
+	FUZZ_CHECK(elf_read_pyinfo(memfd, &again) == err &&
+			   (err || !memcmp(&info, &again, sizeof(info))),
 		   "not deterministic");
 	if (err)
 		return 0;

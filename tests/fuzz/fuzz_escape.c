@@ -47,7 +47,8 @@ static void check_folded(const char *in, const char *out, size_t len)
 		}
 	}
 	back[j] = 0;
-	FUZZ_CHECK(j == strlen(in) && !memcmp(back, in, j), "folded: escapes do not give the input back");
+	FUZZ_CHECK(j == strlen(in) && !memcmp(back, in, j),
+		   "folded: escapes do not give the input back");
 	free(back);
 }
 
@@ -65,8 +66,8 @@ static void check_json(const char *out, size_t len, bool script)
 		FUZZ_CHECK(cp >= 0x20 && cp != '"' && cp != 0x2028 && cp != 0x2029,
 			   "json: raw U+%04X at %zu", cp, i);
 		if (script)
-			FUZZ_CHECK(cp != '<' && cp != '>' && cp != '&', "json script: raw '%c' at %zu",
-				   (char)cp, i);
+			FUZZ_CHECK(cp != '<' && cp != '>' && cp != '&',
+				   "json script: raw '%c' at %zu", (char)cp, i);
 		if (cp != '\\') {
 			i += n;
 			continue;
@@ -91,11 +92,32 @@ static void check_json(const char *out, size_t len, bool script)
 				FUZZ_CHECK(hexval(out[i + k]) >= 0, "json: bad \\u at %zu", i + 6);
 				cp = cp << 4 | (uint32_t)hexval(out[i + k]);
 			}
-			FUZZ_CHECK(cp >= 0xdc00 && cp <= 0xdfff, "json: unpaired surrogate at %zu", i);
+			FUZZ_CHECK(cp >= 0xdc00 && cp <= 0xdfff, "json: unpaired surrogate at %zu",
+				   i);
 			i += 6;
 		}
 		i += 6;
 	}
+}
+
+/* '&' at out[i] must start a character reference: &name; &#digits; or &#xhex; */
+static void check_reference(const char *out, size_t len, size_t i)
+{
+	size_t j = i + 1;
+
+	if (j < len && out[j] == '#') {
+		bool hex = j + 1 < len && (out[j + 1] == 'x' || out[j + 1] == 'X');
+
+		j += hex ? 2 : 1;
+		while (j < len && (hex ? hexval(out[j]) >= 0 : out[j] >= '0' && out[j] <= '9'))
+			j++;
+		FUZZ_CHECK(j > i + (hex ? 3 : 2), "html: empty numeric reference at %zu", i);
+	} else {
+		while (j < len && (out[j] | 0x20) >= 'a' && (out[j] | 0x20) <= 'z')
+			j++;
+		FUZZ_CHECK(j > i + 1, "html: raw '&' at %zu", i);
+	}
+	FUZZ_CHECK(j < len && out[j] == ';', "html: unterminated reference at %zu", i);
 }
 
 /* HTML text or attribute value: no raw < > " ', '&' only as a character reference, no C0
@@ -108,27 +130,12 @@ static void check_html(const char *out, size_t len)
 		size_t n = fuzz_utf8_next(p, len - i, &cp);
 
 		FUZZ_CHECK(n, "html: invalid UTF-8 at %zu", i);
-		FUZZ_CHECK(cp != '<' && cp != '>' && cp != '"' && cp != '\'', "html: raw '%c' at %zu",
-			   (char)cp, i);
+		FUZZ_CHECK(cp != '<' && cp != '>' && cp != '"' && cp != '\'',
+			   "html: raw '%c' at %zu", (char)cp, i);
 		FUZZ_CHECK((cp >= 0x20 || cp == '\t' || cp == '\n') && cp != 0x7f,
 			   "html: raw control U+%04X at %zu", cp, i);
-		if (cp == '&') {
-			size_t j = i + 1;
-
-			if (j < len && out[j] == '#') {
-				bool hex = j + 1 < len && (out[j + 1] == 'x' || out[j + 1] == 'X');
-
-				j += hex ? 2 : 1;
-				while (j < len && (hex ? hexval(out[j]) >= 0 : out[j] >= '0' && out[j] <= '9'))
-					j++;
-				FUZZ_CHECK(j > i + (hex ? 3 : 2), "html: empty numeric reference at %zu", i);
-			} else {
-				while (j < len && ((out[j] | 0x20) >= 'a' && (out[j] | 0x20) <= 'z'))
-					j++;
-				FUZZ_CHECK(j > i + 1, "html: raw '&' at %zu", i);
-			}
-			FUZZ_CHECK(j < len && out[j] == ';', "html: unterminated reference at %zu", i);
-		}
+		if (cp == '&')
+			check_reference(out, len, i);
 		i += n;
 	}
 }

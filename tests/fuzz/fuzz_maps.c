@@ -39,11 +39,13 @@ static void check_line(const char *line)
 	FUZZ_CHECK(n >= 0, "asprintf");
 	if (m.perms[0]) {
 		FUZZ_CHECK(!proc_parse_maps_line(fmt, &again), "reprinted line refused: %s", fmt);
-		FUZZ_CHECK(again.start == m.start && again.end == m.end && again.offset == m.offset &&
-				   again.inode == m.inode && again.dev_major == m.dev_major &&
-				   again.dev_minor == m.dev_minor && !strcmp(again.perms, m.perms) &&
-				   !again.path == !m.path && (!m.path || !strcmp(again.path, m.path)),
-			   "reprinted line parses differently: %s", fmt);
+		bool same = again.start == m.start && again.end == m.end &&
+			    again.offset == m.offset && again.inode == m.inode &&
+			    again.dev_major == m.dev_major && again.dev_minor == m.dev_minor &&
+			    !strcmp(again.perms, m.perms) && !again.path == !m.path &&
+			    (!m.path || !strcmp(again.path, m.path));
+
+		FUZZ_CHECK(same, "reprinted line parses differently: %s", fmt);
 		free(again.path);
 	}
 	free(fmt);

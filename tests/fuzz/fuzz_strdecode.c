@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(out, "kind %u, %zu characters: NULL", kind, len);
 	olen = strlen(out);
-	FUZZ_CHECK(olen <= 4 * len + (truncated ? 3 : 0), "%zu bytes for %zu characters", olen, len);
+	FUZZ_CHECK(olen <= 4 * len + (truncated ? 3 : 0), "%zu bytes for %zu characters", olen,
+		   len);
 	FUZZ_CHECK(fuzz_utf8_invalid_at((const uint8_t *)out, olen) == olen,
 		   "invalid UTF-8 at byte %zu", fuzz_utf8_invalid_at((const uint8_t *)out, olen));
 

@@ -11,6 +11,7 @@ shift 2
 seeds=$(dirname "$0")/corpus
 mkdir -p "$out/crashes"
 failed=""
+n='[0-9]*'
 start=$(date +%s)
 for t in "$@"; do
 	bin=$out/fuzz_$t
@@ -28,13 +29,14 @@ for t in "$@"; do
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-	cov=$(sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\) corp: \([0-9]*\).*/cov \1, ft \2, corpus \3/p' \
+	# the last status line: "#N DONE cov: C ft: F corp: K/..."
+	cov=$(sed -n "s/.* cov: \($n\) ft: \($n\) corp: \($n\).*/cov \1, ft \2, corpus \3/p" \
 		"$log" | tail -n 1)
 	printf '  %-8s %s: %ss, %s runs, %s/s, %s\n' FUZZ "$t" "$secs" "${runs:-?}" "${rate:-?}" \
 		"${cov:-no coverage line}"
 	if [ "$rc" -ne 0 ]; then
 		repro=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-		echo "fuzz: $t FAILED (exit $rc): reproducer ${repro:-not written}; full log $log" >&2
+		echo "fuzz: $t FAILED (exit $rc): reproducer ${repro:-not written}; log $log" >&2
 		[ -n "$repro" ] && echo "fuzz: replay with: $bin $repro" >&2
 		grep -E '^(==[0-9]+==ERROR|SUMMARY:|fuzz check failed|.*runtime error:)' "$log" |
 			head -n 5 | sed 's/^/fuzz:   /' >&2
