@@ -1,5 +1,14 @@
 # pywalk: plain GNU make. `make` builds build/pywalk; `make test` runs unit and end-to-end
-# tests; `make bench` measures. Everything generated goes under $(O).
+# tests; `make bench` measures; `make fuzz` fuzzes the parsers. Everything generated goes
+# under $(O).
+# SAN=1: pywalk and the unit tests with ASan and UBSan, in their own output dir by default.
+ifeq ($(SAN),1)
+O ?= build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# A sanitizer report must not pass for pywalk's own exit 1 in tests that expect a failure;
+# the leak checker stays on (exit 23): pywalk frees what it allocates.
+SAN_ENV := ASAN_OPTIONS=exitcode=86 UBSAN_OPTIONS=exitcode=86:print_stacktrace=1
+endif
 O ?= build
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -14,7 +23,7 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra $(WERROR)
 PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs libbpf libelf 2>/dev/null || echo -lbpf -lelf) -lz
-USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
+USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
 
 ifeq ($(V),1)
@@ -31,7 +40,8 @@ LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all check test e2e bench install clean lint format deps interpreters demo
+.PHONY: all check test e2e bench install clean lint format deps interpreters demo fuzz \
+	fuzz-smoke fuzz-seeds
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -59,7 +69,7 @@ $(O)/user/out_html.o: $(O)/flame_html.h
 
 $(O)/pywalk: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -lncursesw -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(PKG_LIBS) -lncursesw -o $@
 
 $(O)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(O)/tests
 	$(call msg,CC,$@)
@@ -72,7 +82,8 @@ check: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: $(O)/pywalk interpreters
-	$(Q)PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e $(PYTEST_ARGS)
+	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e \
+		$(PYTEST_ARGS)
 
 # Debian unstable's 3.13-3.15 for the end-to-end tests, cached under /var/cache/pywalk.
 # In CI a failed fetch fails the run; elsewhere those versions are skipped with the reason.
@@ -94,6 +105,50 @@ demo:
 bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
+# ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
+FUZZ_TARGETS := linetable strdecode debug_offsets elf maps escape
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Ibpf -Iuser -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
+# The real modules each target links: the parser and what it calls, never a copy.
+FUZZ_MODS_linetable := linetable
+FUZZ_MODS_strdecode := symtab linetable htab proc util
+FUZZ_MODS_debug_offsets := pyver proc util
+FUZZ_MODS_elf := elfinfo
+FUZZ_MODS_maps := proc util
+FUZZ_MODS_escape := escape util
+FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
+FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+$(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+define FUZZ_RULE
+$(O)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(patsubst %,$(O)/fuzz/obj/%.o,$(FUZZ_MODS_$(1))) \
+		| $(O)/fuzz/obj
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CLANG) $$(FUZZ_CFLAGS) $$(filter %.c %.o,$$^) $$(FUZZ_LIBS_$(1)) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
+
+$(O)/fuzz/obj:
+	$(Q)mkdir -p $@
+
+# Each target for FUZZ_SECONDS over a scratch copy of tests/fuzz/corpus/<target>; crash
+# inputs go to $(O)/fuzz/crashes.
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(O)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# What CI runs: every target briefly.
+fuzz-smoke: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(O)/fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# Regenerate the committed seed corpora from real data (interpreters, binaries, /proc).
+fuzz-seeds:
+	$(Q)$(PYTHON) tests/fuzz/make_seeds.py
+
 install: $(O)/pywalk
 	install -D -m 0755 $(O)/pywalk $(DESTDIR)$(PREFIX)/bin/pywalk
 	install -D -m 0644 doc/pywalk.1 $(DESTDIR)$(PREFIX)/share/man/man1/pywalk.1
@@ -111,6 +166,6 @@ format:
 clean:
 	rm -rf $(O)
 
--include $(USER_OBJS:.o=.d)
+-include $(USER_OBJS:.o=.d) $(wildcard $(O)/fuzz/*.d $(O)/fuzz/obj/*.d)
 
 -include bench/bench.mk

@@ -21,11 +21,12 @@ static int read_u64_at_vaddr(Elf *elf, uint64_t vaddr, uint64_t *out)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
 			continue;
-		if (vaddr < sh.sh_addr || vaddr + 8 > sh.sh_addr + sh.sh_size)
+		/* written so that no sum can wrap: vaddr and the sizes come from the file */
+		if (vaddr < sh.sh_addr || sh.sh_size < 8 || vaddr - sh.sh_addr > sh.sh_size - 8)
 			continue;
 		data = elf_getdata(scn, NULL);
 		off = vaddr - sh.sh_addr;
-		if (!data || !data->d_buf || off + 8 > data->d_size)
+		if (!data || !data->d_buf || data->d_size < 8 || off > data->d_size - 8)
 			return -ENOENT;
 		memcpy(out, (char *)data->d_buf + off, 8);
 		return 0;

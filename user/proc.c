@@ -19,6 +19,25 @@
 #include "proc.h"
 #include "util.h"
 
+int proc_parse_maps_line(const char *line, struct proc_map *out)
+{
+	int name_at = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   &out->start, &out->end, out->perms, &out->offset, &out->dev_major,
+		   &out->dev_minor, &out->inode, &name_at) < 7)
+		return -EINVAL;
+	if (name_at > 0 && line[name_at] == '/') {
+		size_t len = strcspn(line + name_at, "\n");
+
+		out->path = strndup(line + name_at, len);
+		if (!out->path)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int proc_read_maps(pid_t pid, struct proc_maps *out)
 {
 	char path[64], *line = NULL;
@@ -32,22 +51,15 @@ int proc_read_maps(pid_t pid, struct proc_maps *out)
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (getline(&line, &line_cap, f) > 0) {
-		struct proc_map m = { 0 };
-		int name_at = 0;
+		struct proc_map m;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-			   &m.start, &m.end, m.perms, &m.offset, &m.dev_major, &m.dev_minor,
-			   &m.inode, &name_at) < 7)
+		err = proc_parse_maps_line(line, &m);
+		if (err == -EINVAL) {
+			err = 0; /* not a mapping line */
 			continue;
-		if (name_at > 0 && line[name_at] == '/') {
-			size_t len = strcspn(line + name_at, "\n");
-
-			m.path = strndup(line + name_at, len);
-			if (!m.path) {
-				err = -ENOMEM;
-				break;
-			}
 		}
+		if (err)
+			break;
 		err = grow_array((void **)&out->maps, &out->cap, out->n + 1, sizeof(m));
 		if (err) {
 			free(m.path);

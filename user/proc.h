@@ -22,6 +22,9 @@ struct proc_maps {
 	size_t n, cap;
 };
 
+/* Parse one line of /proc/PID/maps into *out (out->path malloc'ed, NULL unless the name is
+ * a path). 0, -EINVAL when the line is not a mapping, or -ENOMEM. */
+int proc_parse_maps_line(const char *line, struct proc_map *out);
 /* Read /proc/PID/maps. 0 or a negative errno (-ESRCH when the process is gone). */
 int proc_read_maps(pid_t pid, struct proc_maps *out);
 void proc_maps_free(struct proc_maps *maps);

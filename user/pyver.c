@@ -13,10 +13,14 @@
 #define DBG_COOKIE "xdebugpy"
 #define DBG_READ_SIZE 1024
 
-/* The walker loads pointers with aligned loads: every pointer field must be 8-aligned and
- * the thread id 4-aligned, as they are in every real CPython. */
-static bool offsets_aligned(const struct pw_offsets *o)
+/* The walker loads fields with aligned loads (at off & ~7 for a pointer): every pointer
+ * field must be 8-aligned, the thread id and 3.10's int f_lasti aligned to their width, as
+ * they are in every real CPython. */
+static bool offsets_aligned(const struct pw_proc *cfg)
 {
+	const struct pw_offsets *o = &cfg->off;
+	unsigned int instr_align = cfg->chain_kind == PW_CHAIN_FRAMEOBJ ? 4 : 8;
+	unsigned int tid_align = cfg->thread_match == PW_MATCH_NATIVE_TID ? 4 : 8;
 	const uint16_t ptrs[] = { o->runtime_interp_head, o->interp_next, o->interp_threads_head,
 				  o->tstate_next, o->tstate_frame, o->frame_previous,
 				  o->frame_code, o->code_adaptive };
@@ -29,7 +33,7 @@ static bool offsets_aligned(const struct pw_offsets *o)
 	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
 		if (opt[i] != PW_OFF_NONE && (opt[i] & 7))
 			return false;
-	return !(o->tstate_thread_id & 3) && !(o->frame_instr & 3);
+	return !(o->tstate_thread_id & (tid_align - 1)) && !(o->frame_instr & (instr_align - 1));
 }
 
 static uint16_t max16(uint16_t a, uint16_t b)
@@ -351,10 +355,22 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
 	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
 	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
+	/* ob_type (at 8) is checked first, whatever the fields used */
+	obj->co_read_size = max16(obj->co_read_size, 16);
 	set_code_tag(minor, &out->cfg, obj);
 	set_read_sizes(&out->cfg);
 	set_objoff(out);
-	if (!offsets_aligned(o)) {
+	/* What the symbolizer reads of a code object and a str header: a layout past them would
+	 * be accepted here and then leave every frame unnamed. */
+	if (obj->co_read_size > PY_CODE_HDR_MAX || obj->str_state + 4 > PY_STR_HDR_MAX ||
+	    obj->str_length + 8 > PY_STR_HDR_MAX) {
+		snprintf(why, why_size,
+			 "Python %u.%u.%u debug offsets look corrupt (code or str layout "
+			 "larger than pywalk reads)",
+			 out->major, minor, out->micro);
+		return -EPROTO;
+	}
+	if (!offsets_aligned(&out->cfg)) {
 		snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt (misaligned)",
 			 out->major, minor, out->micro);
 		return -EPROTO;

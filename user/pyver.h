@@ -14,6 +14,11 @@
 #include "elfinfo.h"
 #include "linetable.h"
 
+/* How much of a code object and of a str object's header the symbolizer reads (symtab.c):
+ * every offset of an accepted layout must fit inside them. */
+#define PY_CODE_HDR_MAX 512
+#define PY_STR_HDR_MAX 64
+
 /* Where the symbolizer finds things in code, str and bytes objects of one version. */
 struct py_objlayout {
 	uint16_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno;

@@ -187,7 +187,7 @@ static char *str_from_image(const struct py_objlayout *lay, const uint8_t *img, 
 /* Read a str object from the target. */
 static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 {
-	uint8_t img[64];
+	uint8_t img[PY_STR_HDR_MAX];
 	size_t len = lay->str_state + 4u > lay->str_length + 8u ? lay->str_state + 4u :
 								   lay->str_length + 8u;
 
@@ -400,7 +400,7 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 		     uint32_t tag, const struct code_parts *parts)
 {
 	const struct py_objlayout *lay = t->lay;
-	uint8_t head_buf[512];
+	uint8_t head_buf[PY_CODE_HDR_MAX];
 	const uint8_t *head = parts->head;
 	char *name = NULL, *file = NULL;
 	uint8_t *linetable = NULL;

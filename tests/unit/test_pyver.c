@@ -158,6 +158,41 @@ static void test_corrupt_offsets_are_refused(void **state)
 			 -EPROTO);
 }
 
+/* A table the walker and the symbolizer cannot use must be refused at attach time, not
+ * accepted and then make every sample unreadable (found by tests/fuzz/fuzz_debug_offsets). */
+static void test_offsets_the_readers_cannot_use_are_refused(void **state)
+{
+	static const struct {
+		uint16_t pos;
+		uint64_t value;
+		const char *what;
+	} bad[] = {
+		{ 408, 512, "co_linetable past the code object bytes the symbolizer reads" },
+		{ 720, 64, "str state past the str header the symbolizer reads" },
+		{ 728, 60, "str length past the str header" },
+		{ 336, 60, "instr_ptr 4-aligned: the walker's aligned load reads another word" },
+	};
+	struct py_version v;
+	char why[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
+		put(bad[i].pos, bad[i].value);
+		why[0] = 0;
+		if (pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)) != -EPROTO)
+			fail_msg("accepted: %s", bad[i].what);
+		assert_non_null(strstr(why, "corrupt"));
+	}
+	/* a code layout with every field in the first word still reads the type pointer,
+	 * which the symbolizer checks before anything else */
+	build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
+	for (uint16_t pos = 384; pos <= 416; pos += 8)
+		put(pos, 0);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+	assert_true(v.obj.co_read_size >= 16);
+}
+
 static void test_tables_310_to_312(void **state)
 {
 	struct py_version v;
@@ -189,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_free_threaded_build_is_refused),
 		cmocka_unit_test(test_unknown_layout_is_refused),
 		cmocka_unit_test(test_corrupt_offsets_are_refused),
+		cmocka_unit_test(test_offsets_the_readers_cannot_use_are_refused),
 		cmocka_unit_test(test_tables_310_to_312),
 	};
 

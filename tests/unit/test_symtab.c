@@ -101,6 +101,49 @@ static void test_decode_str_is_valid_utf8(void **state)
 	free(s);
 }
 
+/* Fill the stack below this frame with a pattern, so a header byte read() left unread
+ * shows up as 0x7f... instead of whatever was there. */
+static __attribute__((noinline)) void dirty_stack(void)
+{
+	volatile uint8_t junk[8192];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0x7f;
+}
+
+/* Debug offsets may place a str's length after its state word: the header read must cover
+ * both fields, not stop after the state. */
+static void test_str_length_after_state_is_read(void **state)
+{
+	const struct py_objlayout lay = {
+		.co_filename = 16, .co_name = 24, .co_qualname = 24, .co_linetable = 32,
+		.co_firstlineno = 40, .co_read_size = 48, .str_length = 48, .str_state = 16,
+		.str_ascii_data = 56, .str_compact_data = 56, .bytes_size = 16, .bytes_data = 32,
+		.lt_format = LINETABLE_LOCATION, .tag_off = PW_OFF_NONE, .tag_name_word = 0xff,
+	};
+	uint64_t str[64], bytes[5] = { 0 }, code[6] = { 0 };
+	uint32_t str_state = 1u << 5 | 1u << 6 | 1u << 2; /* compact, ASCII, 1 byte a char */
+	struct symtab *st = symtab__new(0);
+	struct symtab_target t = { .id = 1, .pid = getpid(), .lay = &lay };
+	int64_t sym;
+
+	(void)state;
+	/* characters past the length are not NUL: a wrong length shows in the name */
+	memset(str, 'x', sizeof(str));
+	memset(str, 0, 56);
+	str[6] = 5;
+	memcpy((uint8_t *)str + 16, &str_state, 4);
+	memcpy((uint8_t *)str + 56, "hello", 5);
+	code[2] = code[3] = (uintptr_t)str;
+	code[4] = (uintptr_t)bytes;
+	code[5] = 7;
+	dirty_stack();
+	sym = symtab__resolve(st, &t, (uintptr_t)code, 0);
+	assert_true(sym >= 0);
+	assert_string_equal(symtab__func_name(st, symtab__func(st, sym)), "hello");
+	symtab__free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -108,6 +151,7 @@ int main(void)
 		cmocka_unit_test(test_object_changed_since_the_sample_is_dropped_as_stale),
 		cmocka_unit_test(test_decode_str_is_valid_utf8),
 		cmocka_unit_test(test_decode_str_keeps_what_follows_a_nul),
+		cmocka_unit_test(test_str_length_after_state_is_read),
 	};
 
 	return cmocka_run_group_tests_name("symtab", tests, NULL, NULL);
