@@ -18,32 +18,97 @@ static int hexval(char c)
 	return -1;
 }
 
-/* Collapsed stacks: no raw ';', newline, control byte or DEL; every backslash starts \\, \n
- * or \xNN; undoing the escapes gives the input back (a name is never lost). */
+/* Append the UTF-8 form of `cp` (a scalar value, or 0 as ESCAPE_NUL) to back[*j]. */
+static void put_cp(char *back, size_t *j, uint32_t cp)
+{
+	if (!cp) {
+		memcpy(back + *j, ESCAPE_NUL, 2);
+		*j += 2;
+	} else if (cp < 0x80) {
+		back[(*j)++] = (char)cp;
+	} else if (cp < 0x800) {
+		back[(*j)++] = (char)(0xc0 | cp >> 6);
+		back[(*j)++] = (char)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		back[(*j)++] = (char)(0xe0 | cp >> 12);
+		back[(*j)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		back[(*j)++] = (char)(0x80 | (cp & 0x3f));
+	} else {
+		back[(*j)++] = (char)(0xf0 | cp >> 18);
+		back[(*j)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		back[(*j)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		back[(*j)++] = (char)(0x80 | (cp & 0x3f));
+	}
+}
+
+/* `n` hex digits at out[i..]: their value, or -1. */
+static int64_t hexrun(const char *out, size_t len, size_t i, int n)
+{
+	int64_t v = 0;
+
+	if (i + n > len)
+		return -1;
+	for (int k = 0; k < n; k++) {
+		if (hexval(out[i + k]) < 0)
+			return -1;
+		v = v << 4 | hexval(out[i + k]);
+	}
+	return v;
+}
+
+/* Collapsed stacks: valid UTF-8 with no raw ';', control byte, DEL or other unsafe code
+ * point; every backslash starts \\, \n, \xNN, \uXXXX or \UXXXXXXXX naming an unsafe
+ * code point; undoing the escapes gives the input back (a name is never lost; \x00 is the
+ * internal U+0000, ESCAPE_NUL). */
 static void check_folded(const char *in, const char *out, size_t len)
 {
 	char *back = malloc(len + 1);
 	size_t j = 0;
 
 	FUZZ_CHECK(back, "malloc");
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)out[i];
+	FUZZ_CHECK(fuzz_utf8_invalid_at((const uint8_t *)out, len) == len,
+		   "folded: invalid UTF-8 at %zu", fuzz_utf8_invalid_at((const uint8_t *)out, len));
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = fuzz_utf8_next((const uint8_t *)out + i, len - i, &cp);
+		int64_t v;
 
-		FUZZ_CHECK(c >= 0x20 && c != 0x7f && c != ';', "folded: raw byte %#x at %zu", c, i);
-		if (c != '\\') {
-			back[j++] = (char)c;
+		FUZZ_CHECK(cp >= 0x20 && cp != ';' && !escape_unsafe(cp),
+			   "folded: raw U+%04X at %zu", cp, i);
+		if (cp != '\\') {
+			memcpy(back + j, out + i, n);
+			j += n;
+			i += n;
 			continue;
 		}
 		FUZZ_CHECK(i + 1 < len, "folded: lone backslash at the end");
-		if (out[i + 1] == '\\' || out[i + 1] == 'n') {
+		switch (out[i + 1]) {
+		case '\\':
+		case 'n':
 			back[j++] = out[i + 1] == 'n' ? '\n' : '\\';
-			i++;
-		} else {
-			FUZZ_CHECK(out[i + 1] == 'x' && i + 3 < len && hexval(out[i + 2]) >= 0 &&
-					   hexval(out[i + 3]) >= 0,
-				   "folded: bad escape at %zu", i);
-			back[j++] = (char)(hexval(out[i + 2]) << 4 | hexval(out[i + 3]));
-			i += 3;
+			i += 2;
+			break;
+		case 'x':
+			v = hexrun(out, len, i + 2, 2);
+			FUZZ_CHECK(v >= 0, "folded: bad \\x at %zu", i);
+			if (v)
+				back[j++] = (char)v;
+			else
+				put_cp(back, &j, 0);
+			i += 4;
+			break;
+		case 'u':
+		case 'U':
+			v = hexrun(out, len, i + 2, out[i + 1] == 'u' ? 4 : 8);
+			FUZZ_CHECK(v > 0 && escape_unsafe((uint32_t)v) && v >= 0x80,
+				   "folded: bad \\%c at %zu", out[i + 1], i);
+			FUZZ_CHECK(out[i + 1] == 'u' ? v <= 0xffff : v > 0xffff,
+				   "folded: \\%c for U+%04llX", out[i + 1], (long long)v);
+			put_cp(back, &j, (uint32_t)v);
+			i += out[i + 1] == 'u' ? 6 : 10;
+			break;
+		default:
+			FUZZ_CHECK(false, "folded: bad escape at %zu", i);
 		}
 	}
 	back[j] = 0;
@@ -65,6 +130,9 @@ static void check_json(const char *out, size_t len, bool script)
 		FUZZ_CHECK(n, "json: invalid UTF-8 at %zu", i);
 		FUZZ_CHECK(cp >= 0x20 && cp != '"' && cp != 0x2028 && cp != 0x2029,
 			   "json: raw U+%04X at %zu", cp, i);
+		/* DEL is legal raw in JSON and the writers keep it so */
+		FUZZ_CHECK(cp == 0x7f || !escape_unsafe(cp), "json: raw unsafe U+%04X at %zu", cp,
+			   i);
 		if (script)
 			FUZZ_CHECK(cp != '<' && cp != '>' && cp != '&',
 				   "json script: raw '%c' at %zu", (char)cp, i);
@@ -121,7 +189,7 @@ static void check_reference(const char *out, size_t len, size_t i)
 }
 
 /* HTML text or attribute value: no raw < > " ', '&' only as a character reference, no C0
- * control but tab and newline, no DEL. */
+ * control but tab and newline, no DEL, no other unsafe code point raw. */
 static void check_html(const char *out, size_t len)
 {
 	for (size_t i = 0; i < len;) {
@@ -134,6 +202,8 @@ static void check_html(const char *out, size_t len)
 			   "html: raw '%c' at %zu", (char)cp, i);
 		FUZZ_CHECK((cp >= 0x20 || cp == '\t' || cp == '\n') && cp != 0x7f,
 			   "html: raw control U+%04X at %zu", cp, i);
+		FUZZ_CHECK(cp == '\t' || cp == '\n' || !escape_unsafe(cp),
+			   "html: raw unsafe U+%04X at %zu", cp, i);
 		if (cp == '&')
 			check_reference(out, len, i);
 		i += n;
