@@ -41,7 +41,7 @@ static int format_stack(struct strbuf *sb, const struct profile *p, const struct
 	int err = 0;
 
 	if (profile__opts(p)->by_process) {
-		err = escape_folded(sb, profile__process_name(p, s->pid));
+		err = escape_folded(sb, profile__proc_name(p, s->proc));
 		if (!err)
 			err = strbuf_addf(sb, " (%u)", s->pid);
 		first = false;
@@ -50,7 +50,7 @@ static int format_stack(struct strbuf *sb, const struct profile *p, const struct
 		if (!first)
 			err = strbuf_add(sb, ";", 1);
 		if (!err)
-			err = escape_folded(sb, profile__thread_name(p, s->pid, s->tid));
+			err = escape_folded(sb, profile__proc_thread_name(p, s->proc, s->tid));
 		if (!err)
 			err = strbuf_addf(sb, " (%u)", s->tid);
 		first = false;

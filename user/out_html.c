@@ -171,11 +171,11 @@ static int build_tree(struct html *h)
 		int64_t cur = 0;
 
 		if (opts->by_process) {
-			comm = profile__process_name(h->p, s->pid);
+			comm = profile__proc_name(h->p, s->proc);
 			cur = child(h, 0, root_frame(h, comm, s->pid));
 		}
 		if (cur >= 0 && opts->by_thread) {
-			comm = profile__thread_name(h->p, s->pid, s->tid);
+			comm = profile__proc_thread_name(h->p, s->proc, s->tid);
 			cur = child(h, (uint32_t)cur, root_frame(h, comm, s->tid));
 		}
 		for (uint32_t j = 0; j < s->nframes && cur >= 0; j++)
@@ -313,7 +313,7 @@ static int make_title(const struct profile *p, struct strbuf *title)
 	if (profile__opts(p)->by_process)
 		return strbuf_addf(title, "pywalk flame graph: several processes");
 	return strbuf_addf(title, "pywalk flame graph: %s (%u)",
-			   profile__process_name(p, agg__stack(agg, 0)->pid),
+			   profile__proc_name(p, agg__stack(agg, 0)->proc),
 			   agg__stack(agg, 0)->pid);
 }
 

@@ -126,10 +126,10 @@ static int put_samples(struct pprof *pp)
 			err = put_label(pp, "tid", NULL, s->tid);
 		if (!err)
 			err = put_label(pp, "thread_name",
-					profile__thread_name(pp->p, s->pid, s->tid), 0);
+					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
 		if (!err && profile__opts(pp->p)->by_process)
 			err = put_label(pp, "process_name",
-					profile__process_name(pp->p, s->pid), 0);
+					profile__proc_name(pp->p, s->proc), 0);
 		if (!err)
 			err = put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	}

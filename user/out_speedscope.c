@@ -14,8 +14,10 @@
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 #define NO_INDEX UINT32_MAX
 
+/* A profile is one thread of one process lifetime (proc): a PID reused or exec'd during the
+ * recording is another process, with its own names, in profiles of its own. */
 struct stack_ref {
-	uint32_t pid, tid;
+	uint32_t pid, proc, tid;
 	size_t index; /* into the agg's stacks */
 };
 
@@ -25,6 +27,8 @@ static int cmp_stack_ref(const void *a, const void *b)
 
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index;
@@ -42,20 +46,20 @@ static int add_str_member(struct strbuf *sb, const char *key, const char *value)
 	return err;
 }
 
-static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t pid,
-			    uint32_t tid)
+static int add_profile_name(struct strbuf *sb, const struct profile *p,
+			    const struct stack_ref *ref)
 {
 	int err = strbuf_add(sb, "\"name\":\"", 8);
 
 	if (!err && profile__opts(p)->by_process) {
-		err = escape_json(sb, profile__process_name(p, pid));
+		err = escape_json(sb, profile__proc_name(p, ref->proc));
 		if (!err)
-			err = strbuf_addf(sb, " (%u) / ", pid);
+			err = strbuf_addf(sb, " (%u) / ", ref->pid);
 	}
 	if (!err)
-		err = escape_json(sb, profile__thread_name(p, pid, tid));
+		err = escape_json(sb, profile__proc_thread_name(p, ref->proc, ref->tid));
 	if (!err)
-		err = strbuf_addf(sb, " (%u)\"", tid);
+		err = strbuf_addf(sb, " (%u)\"", ref->tid);
 	return err;
 }
 
@@ -70,7 +74,7 @@ static int add_doc_name(struct strbuf *sb, const struct profile *p, const struct
 				   n ? "several processes" : "no samples");
 	err = strbuf_add(sb, ",\"name\":\"", 9);
 	if (!err)
-		err = escape_json(sb, profile__process_name(p, refs[0].pid));
+		err = escape_json(sb, profile__proc_name(p, refs[0].proc));
 	if (!err)
 		err = strbuf_addf(sb, " (%u)\",\n", refs[0].pid);
 	return err;
@@ -127,7 +131,7 @@ static int add_profile(struct strbuf *sb, const struct profile *p, const struct 
 		end += agg__stack(agg, refs[i].index)->count * weight;
 	err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
 	if (!err)
-		err = add_profile_name(sb, p, refs[0].pid, refs[0].tid);
+		err = add_profile_name(sb, p, &refs[0]);
 	if (!err)
 		err = strbuf_addf(sb, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
@@ -173,9 +177,10 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 	for (i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		refs[i] = (struct stack_ref){ .pid = s->pid, .tid = s->tid, .index = i };
+		refs[i] = (struct stack_ref){ .pid = s->pid, .proc = s->proc, .tid = s->tid,
+					      .index = i };
 	}
-	/* group by thread; within one, the agg's order (first seen) */
+	/* group by thread of a process lifetime; within one, the agg's order (first seen) */
 	qsort(refs, n, sizeof(*refs), cmp_stack_ref);
 
 	err = strbuf_add(&sb, "{", 1);
@@ -193,7 +198,7 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 		err = strbuf_add(&sb, "\"profiles\":[", 12);
 	for (start = 0; start < n && !err; start = i) {
 		weight = 0;
-		for (i = start; i < n && refs[i].pid == refs[start].pid &&
+		for (i = start; i < n && refs[i].proc == refs[start].proc &&
 				refs[i].tid == refs[start].tid;
 		     i++)
 			weight += agg__stack(agg, refs[i].index)->count;

@@ -393,20 +393,9 @@ size_t profile__nprocesses(const struct profile *p)
 	return p->nprocs;
 }
 
-/* The latest lifetime of PID `pid`, or -1. */
-static int64_t latest_proc(const struct profile *p, uint32_t pid)
+const char *profile__proc_name(const struct profile *p, uint32_t proc)
 {
-	for (size_t i = p->nprocs; i-- > 0;)
-		if ((uint32_t)p->procs[i].shown.pid == pid)
-			return (int64_t)i;
-	return -1;
-}
-
-const char *profile__process_name(const struct profile *p, uint32_t pid)
-{
-	int64_t i = latest_proc(p, pid);
-
-	return i >= 0 ? p->procs[i].shown.comm : "?";
+	return proc < p->nprocs ? p->procs[proc].shown.comm : "?";
 }
 
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
@@ -418,13 +407,6 @@ const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, ui
 		      (void *)p, &id))
 		return p->threads[id].comm;
 	return "?";
-}
-
-const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid)
-{
-	int64_t i = latest_proc(p, pid);
-
-	return i >= 0 ? profile__proc_thread_name(p, (uint32_t)i, tid) : "?";
 }
 
 const struct symtab_stats *profile__symtab_stats(const struct profile *p)

@@ -83,10 +83,10 @@ uint64_t profile__dropped(const struct profile *p);
 /* The process of agg stacks' `proc` field (NULL if out of range). */
 const struct profile_process *profile__process(const struct profile *p, uint32_t proc);
 size_t profile__nprocesses(const struct profile *p);
-/* "comm" of a process or thread as seen when it was first sampled ("?" if unknown). */
-const char *profile__process_name(const struct profile *p, uint32_t pid);
-const char *profile__thread_name(const struct profile *p, uint32_t pid, uint32_t tid);
-/* Thread `tid` of process `proc` (an agg stack's proc). */
+/* "comm" of process `proc` (an agg stack's proc: one lifetime of a PID) as inspected, and of
+ * its thread `tid` as seen when first sampled ("?" if unknown). By lifetime, never by PID:
+ * a PID reused or exec'd during a recording is another process with its own names. */
+const char *profile__proc_name(const struct profile *p, uint32_t proc);
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid);
 /* The symbolizer's figures (cache bytes, evictions, where entries came from). */
 const struct symtab_stats *profile__symtab_stats(const struct profile *p);
