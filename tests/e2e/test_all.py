@@ -23,6 +23,10 @@ scan of /proc at start or by its exec, each under its own root frame 'comm (PID)
   else; >= 90 % of the samples the measured busy CPU time gives at 999 Hz are on the busy
   functions; the not-counted stacks stay <= 1 % of shipped; the summary counts >= 200
   processes sampled.
+* Exec chains: 48 short_lived.py processes started through `sh -c 'exec ...'`, `env`, or a
+  Python that execs at once (on every interpreter in turn), under `record --all -v`: per
+  PID, one target at a time (the targets pywalk -v logs as begun and ended), each ended
+  by the end; each function has a stack under its PID.
 * A process that lives ~30 ms, busy from its first line: under --all (one per interpreter,
   one after the other) and in launch mode (per interpreter), at least one stack of its
   function with its exact name, file and line under its caller, and no unknown frame.
@@ -476,6 +480,73 @@ def test_all_churn_of_short_processes(pywalk, all_interpreters, tmp_path):
             got, 100 * CHURN_BUSY_FLOOR, want, describe)
     assert sampled >= CHURN_N, "%d processes sampled < %d started\n%s" % (
         sampled, CHURN_N, describe)
+
+
+# --- exec chains: one lifetime at a time per PID -----------------------------------
+
+# pywalk -v logs each target it starts and ends (engine.c op_began/op_ended): the only view
+# of discovery's own bookkeeping, which must hold one target per PID at a time.
+BEGAN_RE = re.compile(r"^pywalk: debug: PID (\d+) \(.*\): Python \S+, _PyRuntime at .*, "
+                      r"target (\d+)")
+ENDED_RE = re.compile(r"^pywalk: debug: PID (\d+): target (\d+) ended \((\w+)\)$")
+WRAPPERS = {
+    "sh": ["sh", "-c", 'exec "$@"', "sh"],
+    "env": ["env"],
+    # Python that replaces itself with Python at once: inspected, then gone to a new image
+    "python": [interpreters.CORE_EXE, "-c", "import os, sys; os.execvp(sys.argv[1], sys.argv[1:])"],
+}
+WRAPPED_N = 48
+WRAPPED_S = 0.06
+
+
+def test_all_exec_chains_are_one_lifetime_at_a_time(pywalk, all_interpreters, tmp_path):
+    rec = Recorder(str(tmp_path / "wrapped.folded"), ["-F", CHURN_HZ])
+    runs = {}  # name -> (PID, interp, wrapper)
+    try:
+        rec.wait_sampling()
+        running = []
+        for i in range(WRAPPED_N):
+            interp = all_interpreters[i % len(all_interpreters)]
+            kind = sorted(WRAPPERS)[i // len(all_interpreters) % len(WRAPPERS)]
+            name = "all_wrapped_%d" % i
+            argv = WRAPPERS[kind] + interp.argv("short_lived.py", name, WRAPPED_S)
+            running.append((name, interp, kind, subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, universal_newlines=True)))
+            while len(running) >= CHURN_PARALLEL or (i == WRAPPED_N - 1 and running):
+                name, interp, kind, p = running.pop(0)
+                _short_result(interp, p, name)
+                runs[name] = (p.pid, interp, kind)
+        time.sleep(0.3)
+    finally:
+        rec.finish(interrupt=True)
+    rows = rec.check()
+    by_pid = rows_by_pid(rows)
+    mine = dict((pid, (name, interp, kind)) for name, (pid, interp, kind) in runs.items())
+    open_ = {}  # PID -> target id begun and not ended
+    problems = []
+    for line in rec.stderr.splitlines():
+        m = BEGAN_RE.match(line)
+        if m and int(m.group(1)) in mine:
+            pid, target = int(m.group(1)), int(m.group(2))
+            if pid in open_:
+                problems.append("PID %d (%s): target %d began while target %d was on" % (
+                    pid, mine[pid], target, open_[pid]))
+            open_[pid] = target
+        m = ENDED_RE.match(line)
+        if m and int(m.group(1)) in mine:
+            pid, target = int(m.group(1)), int(m.group(2))
+            if open_.get(pid) == target:
+                del open_[pid]
+    problems += ["PID %d (%s): target %d never ended" % (pid, mine[pid], target)
+                 for pid, target in open_.items()]
+    assert not problems, "\n".join(problems[:10]) + "\n" + rec.describe()
+    for pid, (name, interp, kind) in mine.items():
+        leaf = (name, name + ".py", 2)
+        assert any(frames and e2e.parse_py_frame(frames[-1]) == leaf
+                   for _, frames, _ in by_pid.get(pid, [])), \
+            "%s (%s via %s, PID %d): no stack of its function\n%s" % (
+                name, interp.id, kind, pid, rec.describe())
 
 
 # --- a process that lives ~30 ms -----------------------------------------------------
