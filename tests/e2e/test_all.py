@@ -28,6 +28,10 @@ scan of /proc at start or by its exec, each under its own root frame 'comm (PID)
   Python that execs at once (on every interpreter in turn), under `record --all -v`: per
   PID, one target at a time (the targets pywalk -v logs as begun and ended), each ended
   by the end; each function has a stack under its PID.
+* Fork children: fork_children.py on every interpreter forks 6 children that run Python
+  without exec (0.2 s of CPU each in a function of their own) under `record --all
+  -F 999`: each child's function only under its own PID, with >= half of the ~200
+  samples its CPU time gives; the summary counts them as inherited.
 * A process that lives ~30 ms of CPU, busy from its first line (20 ms of its own CPU time,
   so load does not shorten it): under --all (one per interpreter, one after the other)
   and in launch mode (per interpreter), at least one stack of its function with its exact
@@ -554,6 +558,59 @@ def test_all_exec_chains_are_one_lifetime_at_a_time(pywalk, all_interpreters, tm
                    for _, frames, _ in by_pid.get(pid, [])), \
             "%s (%s via %s, PID %d): no stack of its function\n%s" % (
                 name, interp.id, kind, pid, rec.describe())
+
+
+# --- fork children that run Python without exec -------------------------------------
+
+FORK_COUNT = 6
+FORK_BUSY_S = 0.2
+
+
+def test_all_samples_fork_children_under_their_own_pid(pywalk, all_interpreters, tmp_path):
+    rec = Recorder(str(tmp_path / "fork.folded"), ["-F", CHURN_HZ])
+    runs = []
+    try:
+        rec.wait_sampling()
+        for interp in all_interpreters:
+            p = subprocess.run(interp.argv("fork_children.py", FORK_COUNT, FORK_BUSY_S),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+            lines = [l.split() for l in p.stdout.splitlines()]
+            assert p.returncode == 0 and all(len(l) == 2 for l in lines), \
+                "%s: exit %d, stdout %r, stderr %r" % (interp.id, p.returncode, p.stdout,
+                                                      p.stderr)
+            kids = dict((int(pid), int(i)) for pid, i in lines)
+            assert sorted(kids.values()) == list(range(FORK_COUNT)), p.stdout
+            runs.append((interp, kids))
+        time.sleep(0.3)
+    finally:
+        rec.finish(interrupt=True)
+    rows = rec.check()
+    by_pid = rows_by_pid(rows)
+    owner = dict((pid, (interp, i)) for interp, kids in runs for pid, i in kids.items())
+    samples = collections.Counter()
+    for pid, prows in by_pid.items():
+        for comm, frames, n in prows:
+            for fr in frames:
+                py = e2e.parse_py_frame(fr)
+                m = py and re.match(r"^forked_child_(\d+)$", py[0])
+                if not m or py[1] != py[0] + ".py":
+                    continue
+                assert pid in owner and owner[pid][1] == int(m.group(1)), \
+                    "frame %r is under PID %d, not under its own child's PID\n%s" % (
+                        fr, pid, ";".join(frames))
+                samples[pid] += n
+    _, inherited, _ = parse_sampled(rec.stderr)
+    for pid, (interp, i) in sorted(owner.items()):
+        # FORK_BUSY_S of CPU at 999 Hz: ~200 samples; half is the bar
+        assert samples[pid] >= 0.5 * FORK_BUSY_S * CHURN_HZ, \
+            "%s child %d (PID %d): %d samples of its function\n%s" % (
+                interp.id, i, pid, samples[pid], rec.describe())
+    assert inherited >= len(owner), "%d fork children inherited, %d forked\n%s" % (
+        inherited, len(owner), rec.describe())
+    print("fork children: %d on %d interpreters, %d-%d samples each (%.0f expected)" % (
+        len(owner), len(runs), min(samples.values()), max(samples.values()),
+        FORK_BUSY_S * CHURN_HZ))
 
 
 # --- a process that lives ~30 ms -----------------------------------------------------
