@@ -27,7 +27,8 @@ scan of /proc at start or by its exec, each under its own root frame 'comm (PID)
 * Exec chains: 48 short_lived.py processes started through `sh -c 'exec ...'`, `env`, or a
   Python that execs at once (on every interpreter in turn), under `record --all -v`: per
   PID, one target at a time (the targets pywalk -v logs as begun and ended), each ended
-  by the end; each function has a stack under its PID.
+  by the end; each function has stacks under its PID, all under its own interpreter's
+  comm (never the Python wrapper's).
 * Fork children: fork_children.py on every interpreter forks 6 children that run Python
   without exec (0.2 s of CPU each in a function of their own) under `record --all
   -F 999`: each child's function only under its own PID, with >= half of the ~200
@@ -554,10 +555,14 @@ def test_all_exec_chains_are_one_lifetime_at_a_time(pywalk, all_interpreters, tm
     assert not problems, "\n".join(problems[:10]) + "\n" + rec.describe()
     for pid, (name, interp, kind) in mine.items():
         leaf = (name, name + ".py", 2)
-        assert any(frames and e2e.parse_py_frame(frames[-1]) == leaf
-                   for _, frames, _ in by_pid.get(pid, [])), \
-            "%s (%s via %s, PID %d): no stack of its function\n%s" % (
-                name, interp.id, kind, pid, rec.describe())
+        comms = set(comm for comm, frames, _ in by_pid.get(pid, [])
+                    if frames and e2e.parse_py_frame(frames[-1]) == leaf)
+        assert comms, "%s (%s via %s, PID %d): no stack of its function\n%s" % (
+            name, interp.id, kind, pid, rec.describe())
+        # under the lifetime that ran it, never the wrapper's (a Python one has samples)
+        assert comms == {os.path.basename(interp.exe)}, \
+            "%s (%s via %s, PID %d): its stacks are under %s" % (
+                name, interp.id, kind, pid, sorted(comms))
 
 
 # --- fork children that run Python without exec -------------------------------------
