@@ -29,6 +29,10 @@ scan of /proc at start or by its exec, each under its own root frame 'comm (PID)
   PID, one target at a time (the targets pywalk -v logs as begun and ended), each ended
   by the end; each function has stacks under its PID, all under its own interpreter's
   comm (never the Python wrapper's).
+* Start-up of a shared libpython (the dynamic loader maps it after the exec, in steps): 20
+  processes of each such interpreter (120 of a 3.13+ one, whose version is read from its
+  memory), 20 ms of CPU each in a function of their own, under `record --all -F 999`:
+  every one has >= half of the samples its busy CPU time gives.
 * Fork children: fork_children.py on every interpreter forks 6 children that run Python
   without exec (0.2 s of CPU each in a function of their own) under `record --all
   -F 999`: each child's function only under its own PID, with >= half of the ~200
@@ -75,6 +79,7 @@ CHURN_EXEC_COMM = "churn-exec"
 CHURN_PREFIX = "all_churn_"  # of function and file names (other tests may run churn_*)
 
 SHORT_HZ = 999
+SHARED_MIN = 0.5          # of the samples a short process's busy CPU time gives
 SHORT_BUSY_S = 0.02       # of CPU, after ~10-40 ms of interpreter start-up: a ~30 ms life
 
 SAMPLED_RE = re.compile(r"^pywalk: (\d+) processes sampled \((\d+) fork children inherited "
@@ -563,6 +568,58 @@ def test_all_exec_chains_are_one_lifetime_at_a_time(pywalk, all_interpreters, tm
         assert comms == {os.path.basename(interp.exe)}, \
             "%s (%s via %s, PID %d): its stacks are under %s" % (
                 name, interp.id, kind, pid, sorted(comms))
+
+
+# --- start-up of an interpreter whose libpython the dynamic loader maps ---------------
+
+SHARED_N = 20
+SHARED_313_WEIGHT = 6     # 120 starts of a shared 3.13+: the bug this catches hit ~1.3 %
+
+
+def _links_libpython(interp):
+    probe = "import sys; print(any('libpython' in l for l in open('/proc/self/maps')))"
+    r = subprocess.run(interp.wrap([interp.exe, "-c", probe]), stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True, timeout=30)
+    return r.stdout.strip() == "True"
+
+
+def test_all_attaches_shared_libpython_at_every_start(pywalk, all_interpreters, tmp_path):
+    shared = [i for i in all_interpreters if _links_libpython(i)]
+    if not shared:
+        pytest.skip("no interpreter here loads a shared libpython")
+    # 3.13+ read their version from memory (_Py_DebugOffsets): a misread there is final,
+    # and the loader's window is short, so they get more starts
+    plan = [i for i in shared for _ in range(
+        SHARED_N * (SHARED_313_WEIGHT if ks._version_tuple(i.version) >= (3, 13) else 1))]
+    rec = Recorder(str(tmp_path / "shared.folded"), ["-F", CHURN_HZ])
+    runs = []  # (interp, name, PID, busy CPU s)
+    try:
+        rec.wait_sampling()
+        running = []
+        for i in range(len(plan)):
+            interp = plan[i]
+            name = "all_shared_%d" % i
+            running.append((interp, name, _run_short(interp, name, SHORT_BUSY_S, cpu=True)))
+            while len(running) >= CHURN_PARALLEL or (i == len(plan) - 1 and running):
+                interp, name, p = running.pop(0)
+                runs.append((interp, name, p.pid, _short_result(interp, p, name)[0]))
+        time.sleep(0.3)
+    finally:
+        rec.finish(interrupt=True)
+    rows = rec.check()
+    by_pid = rows_by_pid(rows)
+    short = []
+    for interp, name, pid, busy in runs:
+        got = sum(n for _, frames, n in by_pid.get(pid, [])
+                  if frames and e2e.parse_py_frame(frames[-1])[:2] == (name, name + ".py"))
+        if got < SHARED_MIN * busy * CHURN_HZ:
+            short.append("%s %s (PID %d): %d samples of %.0f" % (
+                interp.id, name, pid, got, busy * CHURN_HZ))
+    sampled, _, skipped = parse_sampled(rec.stderr)
+    print("shared libpython: %d processes of %s, %d short of samples; skipped %r" % (
+        len(runs), [i.id for i in shared], len(short), skipped))
+    assert not short, "processes missed at start-up:\n%s\n%s" % (
+        "\n".join(short[:10]), rec.describe())
 
 
 # --- fork children that run Python without exec -------------------------------------
