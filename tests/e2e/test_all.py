@@ -285,8 +285,13 @@ def all_recording(pywalk, all_interpreters, tmp_path_factory):
 
 def test_all_accounts_for_every_event(all_recording):
     r = all_recording
-    r.rec.check()
-    sampled, _, _ = parse_sampled(r.rec.stderr)
+    rows = r.rec.check()
+    sampled, inherited, skipped = parse_sampled(r.rec.stderr)
+    _, buckets = e2e.parse_summary(r.rec.stderr)
+    print("--all: %d workloads, %d processes sampled (%d inherited), skipped %r; shipped "
+          "%d, not counted %d" % (len(r.workloads), sampled, inherited, skipped,
+                                  buckets["shipped"], buckets["shipped"] - sum(
+                                      n for _, n in rows)))
     assert sampled >= len(r.workloads), "%d processes sampled, %d workloads ran\n%s" % (
         sampled, len(r.workloads), r.describe())
     for w in r.workloads:
@@ -467,13 +472,15 @@ def test_all_churn_of_short_processes(pywalk, all_interpreters, tmp_path):
                 if not py or not (py[0].startswith(CHURN_PREFIX) or
                                   py[1].startswith(CHURN_PREFIX)):
                     continue
-                lt = lifetimes.get(py[0])
+                # the function, or the module body that defines it (it lives a moment)
+                lt = lifetimes.get(py[0] if py[0] != "<module>" else py[1][:-len(".py")])
                 # line 2 is the busy loop, line 1 the def (the function's entry, RESUME)
                 assert lt and (comm, pid) == (lt.comm, lt.pid) and py[1] == \
                     lt.name + ".py" and py[2] in (1, 2) and fr is frames[-1], \
                     "frame %r is under %s (%d), not under its own process %s (%s)\n%s" % (
                         fr, comm, pid, lt and lt.comm, lt and lt.pid, ";".join(frames))
-                busy[lt.name] += n
+                if py[0] == lt.name:
+                    busy[lt.name] += n
     for name, lt in lifetimes.items():
         assert lt.pid in by_pid, "%s (%s, PID %d, busy %.3f CPU s) has no stacks\n%s" % (
             name, lt.interp.id, lt.pid, lt.busy, describe)
@@ -488,10 +495,11 @@ def test_all_churn_of_short_processes(pywalk, all_interpreters, tmp_path):
     sampled, inherited, skipped = parse_sampled(rec.stderr)
     _, buckets = e2e.parse_summary(rec.stderr)
     print("churn: %d processes (%d lifetimes) in %.1f s on %s; busy samples %d of %.0f "
-          "(%.2f%%); sampled %d (%d inherited), skipped %r; shipped %d" % (
+          "(%.2f%%); sampled %d (%d inherited), skipped %r; shipped %d, not counted %d" % (
               len(pids), len(lifetimes), wall,
               sorted(set(lt.interp.id for lt in lifetimes.values())), got, want,
-              100 * got / want, sampled, inherited, skipped, buckets["shipped"]))
+              100 * got / want, sampled, inherited, skipped, buckets["shipped"],
+              buckets["shipped"] - sum(n for _, n in rows)))
     assert got >= CHURN_BUSY_FLOOR * want, \
         "busy functions got %d samples < %.0f%% of the %.0f their CPU time gives\n%s" % (
             got, 100 * CHURN_BUSY_FLOOR, want, describe)
