@@ -3,8 +3,8 @@
 # installs only what is missing, so a second run is quick and offline.
 set -eu
 pkgs="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
-libncurses-dev libcmocka-dev python3 python3-pytest python3.11-dev debootstrap tmux xxd golang-go \
-chromium libclang-rt-dev"
+libncurses-dev libcmocka-dev python3 python3-pytest python3.11-dev python3-sympy debootstrap tmux \
+xxd golang-go chromium libclang-rt-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -308,6 +308,7 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 		}
 		return err;
 	}
+	t.seen_ns = now_ns;
 	t.id = d->next_id++;
 	if (d->next_id & PW_TARGET_KERNEL_BIT)
 		d->next_id = 1; /* 2^31 lifetimes later: the old ones are long gone */
@@ -394,6 +395,8 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 			return; /* already gone; its exit record follows */
 		}
 	}
+	/* the child's config went in at its fork: it cannot show an older image */
+	child.seen_ns = ev->time_ns;
 	child.id = ev->target;
 	if (!activate(d, &child, false))
 		d->stats.inherited++;
@@ -414,9 +417,20 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 	case PW_PROC_EXEC:
 		if (t)
 			end_target(d, t, DISCOVER_END_EXEC);
+		/* A target of this PID that the kernel did not know at the exec was attached
+		 * after it: by a retry that ran between the exec and this record (it shows the
+		 * new image, keep it), or from an inspection of the old image whose config went
+		 * in after the exec hook had run (stale: remove it). Only a target inspected
+		 * after the exec is known to be the new image; any other one ends here, or it
+		 * would outlive the exec as a second target of the PID, never ended. */
+		while ((t = by_pid(d, pid)) && t->seen_ns <= ev->time_ns) {
+			d->ops.detach(d->ops.ctx, pid, t->id);
+			end_target(d, t, DISCOVER_END_EXEC);
+		}
 		/* a new program: look at once, then soon again (its libpython is mapped by
 		 * the dynamic loader after the exec) */
-		try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
+		if (!t)
+			try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
 		if (pid == d->launched && by_pid(d, pid) && !d->opts.subprocesses)
 			d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC); /* Python itself */
 		break;

@@ -94,7 +94,9 @@ int discover__add_launched(struct discover *d, pid_t pid);
 /* --all: look at every process running now. */
 int discover__scan(struct discover *d, uint64_t now_ns);
 
-/* A PW_REC_PROC record from the sampler. */
+/* A PW_REC_PROC record from the sampler. Every now_ns given to discovery is CLOCK_MONOTONIC
+ * read before the call, the records' clock: an exec record is compared with when each
+ * target of its PID was inspected. */
 void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64_t now_ns);
 /* Retry processes that may become Python; returns when it next wants to run (ns). */
 uint64_t discover__tick(struct discover *d, uint64_t now_ns);

@@ -138,6 +138,17 @@ int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 	}
 	if (!out->runtime_vaddr)
 		out->runtime_vaddr = section_vaddr;
+	for (size_t i = 0; i < nphdr && out->runtime_vaddr; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    out->runtime_vaddr >= ph.p_vaddr &&
+		    out->runtime_vaddr - ph.p_vaddr < ph.p_filesz) {
+			out->runtime_offset = ph.p_offset + (out->runtime_vaddr - ph.p_vaddr);
+			out->runtime_in_file = true;
+			break;
+		}
+	}
 	if (version_vaddr && read_u64_at_vaddr(elf, version_vaddr, &out->py_version))
 		out->py_version = 0;
 out:

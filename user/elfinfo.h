@@ -11,6 +11,9 @@ struct elf_pyinfo {
 	uint64_t py_version;	   /* value of the Py_Version constant (3.11+), 0 = not found */
 	uint64_t code_type_vaddr;  /* PyCode_Type, 0 = not found */
 	uint64_t first_load_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned down */
+	uint64_t runtime_offset;   /* file offset of runtime_vaddr's bytes (valid when
+				    * runtime_in_file): where a complete mapping shows them */
+	bool runtime_in_file;	   /* runtime_vaddr lies in a PT_LOAD's file-backed part */
 	bool is_dyn;		   /* ET_DYN (PIE or shared library) */
 	bool has_runtime_section;  /* a .PyRuntime section exists (CPython 3.10+) */
 	bool needs_libpython;	   /* a DT_NEEDED entry names a libpython (a scheduling hint for

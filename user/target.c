@@ -95,8 +95,24 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 	return err;
 }
 
+/* Is `addr` mapped from the file of mapping `file`, showing the byte at file `offset`? */
+static bool maps_file_at(const struct proc_maps *maps, const struct proc_map *file,
+			 uint64_t addr, uint64_t offset)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->maps[i];
+
+		if (addr >= m->start && addr < m->end)
+			return m->inode == file->inode && m->dev_major == file->dev_major &&
+			       m->dev_minor == file->dev_minor &&
+			       m->offset + (addr - m->start) == offset;
+	}
+	return false;
+}
+
 /* Find the mapped ELF file that holds _PyRuntime. 0 and fills info, bias and path; -ENOEXEC
- * when none does (*maybe_later when the executable links a libpython not mapped yet). */
+ * when none does (*maybe_later when the executable links a libpython not mapped yet, or
+ * the file holding _PyRuntime is not all mapped yet). */
 static int find_runtime(pid_t pid, struct target_cache *cache, const struct proc_maps *maps,
 			struct elf_pyinfo *info, uint64_t *bias, char *path, size_t path_size,
 			bool *maybe_later)
@@ -132,6 +148,16 @@ static int find_runtime(pid_t pid, struct target_cache *cache, const struct proc
 		if (!info->runtime_vaddr)
 			continue;
 		*bias = info->is_dyn ? m->start - info->first_load_vaddr : 0;
+		/* The dynamic loader maps a library in steps: all of it from file offset 0
+		 * first, then each segment over that at its own offset. Until _PyRuntime's
+		 * segment is in place its address shows other bytes of the file, and a verdict
+		 * read there ("3.13 without debug offsets: not supported") would be final:
+		 * come back when the loader is done. */
+		if (info->runtime_in_file &&
+		    !maps_file_at(maps, m, *bias + info->runtime_vaddr, info->runtime_offset)) {
+			*maybe_later = true;
+			continue;
+		}
 		snprintf(path, path_size, "%s", m->path);
 		return 0;
 	}

@@ -16,6 +16,8 @@ struct target {
 	pid_t pid;	      /* host PID */
 	uint32_t id;	      /* one lifetime of this PID (pw_proc.target); set by discovery */
 	uint64_t start_ticks; /* /proc/PID/stat start time when inspected */
+	uint64_t seen_ns;     /* set by discovery: CLOCK_MONOTONIC before it was inspected (or
+			       * its fork, when inherited); it shows no image older than this */
 	pid_t nspid;	      /* PID in its own pid namespace (== pid when not in one) */
 	bool own_pidns;	      /* in a pid namespace of its own (thread ids are translated) */
 	bool initialized;     /* the interpreter had an interpreter state when inspected */

@@ -105,6 +105,18 @@ def interp(request, chroot_problems):
 
 
 @pytest.fixture(scope="session")
+def all_interpreters(chroot_problems):
+    """Every supported interpreter that runs here, core first, for tests that run them side
+    by side; fails without the core one (the parametrized tests print why others are
+    absent)."""
+    found = [i for i in INTERPRETERS if not isinstance(i, Absent) and
+             i.id not in chroot_problems and i.version in SUPPORTED]
+    if not any(i.core for i in found):
+        pytest.fail("core interpreter %s is missing or does not run" % interpreters.CORE_EXE)
+    return sorted(found, key=lambda i: not i.core)
+
+
+@pytest.fixture(scope="session")
 def pywalk():
     """Path of the pywalk binary, after the preconditions: root and kernel BTF (skip
     without them), and a built binary (fail without it: that is a build problem)."""

@@ -177,12 +177,19 @@ def describe_run(result, out_path=None, limit=15):
 # --- processes -----------------------------------------------------------------------
 
 class Target:
-    """A running workload started by the tests (its own process group)."""
+    """A running workload started by the tests (its own process group).
 
-    def __init__(self, interp, script="known_shape.py", args=()):
+    argv and script_path replace the interpreter's own command line and the script's path
+    as the process sees it (a copy of the script, a namespace wrapper). With pidns the
+    command starts the interpreter as a child of its own (unshare --pid --fork): pid is that
+    child's host PID once wait_ready returns."""
+
+    def __init__(self, interp, script="known_shape.py", args=(), argv=None, script_path=None,
+                 pidns=False):
         self.interp = interp
-        self.script_path = interp.script_path(script)
-        self.argv = interp.argv(script, *args)
+        self.script_path = script_path or interp.script_path(script)
+        self.argv = list(argv) if argv else interp.argv(script, *args)
+        self.pidns = pidns
         self._err = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._err,
@@ -203,6 +210,11 @@ class Target:
                 if not chunk:
                     continue
                 buf += chunk
+        if self.pidns:
+            kids = child_pids(self.proc.pid)
+            assert len(kids) == 1, "%s: %s should have one child, the interpreter: %s" % (
+                " ".join(self.argv), self.proc.pid, kids)
+            self.pid = kids[0]
         return self
 
     def stderr(self):
@@ -227,12 +239,56 @@ class Target:
     def stop(self):
         if self.proc.poll() is None:
             try:
-                os.killpg(self.pid, signal.SIGKILL)
+                os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         self.proc.wait()
         self.proc.stdout.close()
         self._err.close()
+
+
+def proc_stat_fields(pid):
+    """Fields of /proc/PID/stat after the comm: [0] is the state, [1] the parent PID."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def child_pids(pid):
+    """PIDs whose parent is pid (now)."""
+    kids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if int(proc_stat_fields(int(name))[1]) == pid:
+                    kids.append(int(name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return sorted(kids)
+
+
+def nspids(pid):
+    """The NSpid line of /proc/PID/status: the PID in each pid namespace, outermost first."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(x) for x in line.split()[1:]]
+    return [pid]
+
+
+def pidns_argv(interp, script_path, args=(), mount=False):
+    """Command line running interp on script_path (its path as the process sees it) as PID 1
+    of a pid namespace of its own (unshare --pid --fork), as in a container. mount: also a
+    mount namespace of its own with its own /proc; a chroot interpreter is run chrooted
+    either way. Use with Target(..., pidns=True)."""
+    py = [interp.exe, script_path] + [str(a) for a in args]
+    ns = ["unshare", "--pid", "--fork"]
+    if not mount:
+        return ns + (["chroot", interp.root] if interp.root else []) + py
+    ns += ["--mount", "--propagation", "private"]
+    if interp.root:
+        return ns + ["sh", "-c", 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"',
+                     interp.root] + py
+    return ns + ["sh", "-c", 'mount -t proc proc /proc && exec "$@"', "sh"] + py
 
 
 def missing_pid():

@@ -74,10 +74,42 @@ static void test_folded_hostile_names_one_line_each_and_round_trip(void **state)
 	fx_free(fx);
 }
 
+/* A PID that exec'd (or was reused) during the recording is two processes: the stacks of each
+ * lifetime are under that lifetime's own process and thread names, not the latest ones. */
+static void test_folded_names_each_lifetime_of_a_pid_apart(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ .by_process = true, .by_thread = true },
+			       "before-exec");
+	char *out, want[2][256];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(prctl(PR_SET_NAME, "thread-one", 0, 0, 0), 0);
+	fx_sample(fx, 0, (uint64_t[]){ fx_code(fx, "first", "/a.py", 1) }, 1, 3);
+	fx->t.id = 2; /* the exec: same PID, a new target */
+	snprintf(fx->t.comm, sizeof(fx->t.comm), "after-exec");
+	assert_int_equal(profile__add_target(fx->p, &fx->t), 0);
+	assert_int_equal(prctl(PR_SET_NAME, "thread-two", 0, 0, 0), 0);
+	fx_sample(fx, 0, (uint64_t[]){ fx_code(fx, "second", "/b.py", 2) }, 1, 4);
+	prctl(PR_SET_NAME, "test_out_folded", 0, 0, 0);
+	out = fx_write(fx, out_folded_write, &len);
+	assert_non_null(out);
+	snprintf(want[0], sizeof(want[0]), "before-exec (%d);thread-one (%d);first (/a.py:1) 3\n",
+		 getpid(), gettid());
+	snprintf(want[1], sizeof(want[1]), "after-exec (%d);thread-two (%d);second (/b.py:2) 4\n",
+		 getpid(), gettid());
+	assert_non_null(strstr(out, want[0]));
+	assert_non_null(strstr(out, want[1]));
+	assert_int_equal(len, strlen(want[0]) + strlen(want[1]));
+	free(out);
+	fx_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_folded_hostile_names_one_line_each_and_round_trip),
+		cmocka_unit_test(test_folded_names_each_lifetime_of_a_pid_apart),
 	};
 
 	return cmocka_run_group_tests_name("out_folded", tests, NULL, NULL);
