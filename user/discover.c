@@ -314,6 +314,11 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 	err = activate(d, &t, true);
 	if (err == -E2BIG)
 		snprintf(why, why_size, "too many processes to sample PID %d", pid);
+	/* the launched command is Python itself: only it is sampled, as with -p, unless
+	 * --subprocesses. Decided whenever it becomes a target, not only at its exec: with a
+	 * shared libpython that is a retry a few milliseconds later. */
+	if (!err && pid == d->launched && !d->opts.subprocesses)
+		d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC);
 	return err;
 }
 
@@ -417,8 +422,6 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 		/* a new program: look at once, then soon again (its libpython is mapped by
 		 * the dynamic loader after the exec) */
 		try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
-		if (pid == d->launched && by_pid(d, pid) && !d->opts.subprocesses)
-			d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC); /* Python itself */
 		break;
 	case PW_PROC_EXIT:
 		if (t)
