@@ -308,6 +308,7 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 		}
 		return err;
 	}
+	t.seen_ns = now_ns;
 	t.id = d->next_id++;
 	if (d->next_id & PW_TARGET_KERNEL_BIT)
 		d->next_id = 1; /* 2^31 lifetimes later: the old ones are long gone */
@@ -400,6 +401,7 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 		}
 	}
 	child.id = ev->target;
+	child.seen_ns = ev->time_ns; /* its config is the kernel's since the fork */
 	if (!activate(d, &child, false))
 		d->stats.inherited++;
 	else
@@ -419,6 +421,18 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 	case PW_PROC_EXEC:
 		if (t)
 			end_target(d, t, DISCOVER_END_EXEC);
+		/* No config of this PID was in the kernel at the exec, yet it may be a target now:
+		 * a retry of a watched process can run between the exec and this record. A look
+		 * that began after the exec saw the new program: keep it. One that began before
+		 * may describe the old program with its config written after the exec: replace
+		 * it. Either way the PID is never two targets at once. */
+		t = by_pid(d, pid);
+		if (t && t->seen_ns > ev->time_ns)
+			break;
+		if (t) {
+			d->ops.detach(d->ops.ctx, pid, t->id);
+			end_target(d, t, DISCOVER_END_EXEC);
+		}
 		/* a new program: look at once, then soon again (its libpython is mapped by
 		 * the dynamic loader after the exec) */
 		try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
