@@ -285,7 +285,8 @@ enum watch_mode {
 };
 
 /* Look at `pid` now. Returns 0 when it became a target, -ENOEXEC when it is not Python
- * (watched per `mode`), or another negative errno (skipped, counted). */
+ * (watched per `mode`), -EFAULT when its memory could not be read yet (watched, unless
+ * WATCH_NONE), or another negative errno (skipped, counted). */
 static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t now_ns,
 		   char *why, size_t why_size)
 {
@@ -295,6 +296,13 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 
 	d->stats.inspections++;
 	err = d->ops.inspect(d->ops.ctx, pid, &t, &later, why, why_size);
+	/* its maps list an interpreter whose memory cannot be read: a program caught between
+	 * its exec and its last mapping (the exec record is on its way) or unmapping as it
+	 * exits. Not an answer about the process, so not a skip: look again soon */
+	if (err == -EFAULT && mode != WATCH_NONE) {
+		watch(d, pid, true, now_ns);
+		return err;
+	}
 	if (err == -ENOEXEC) {
 		if (mode != WATCH_NONE)
 			watch(d, pid, later || mode == WATCH_FAST, now_ns);
