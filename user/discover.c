@@ -316,7 +316,6 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 		}
 		return err;
 	}
-	t.seen_ns = now_ns;
 	t.id = d->next_id++;
 	if (d->next_id & PW_TARGET_KERNEL_BIT)
 		d->next_id = 1; /* 2^31 lifetimes later: the old ones are long gone */

@@ -16,7 +16,7 @@ struct target {
 	pid_t pid;	      /* host PID */
 	uint32_t id;	      /* one lifetime of this PID (pw_proc.target); set by discovery */
 	uint64_t start_ticks; /* /proc/PID/stat start time when inspected */
-	uint64_t seen_ns;     /* CLOCK_MONOTONIC before the inspection began (discovery) */
+	uint64_t seen_ns;     /* CLOCK_MONOTONIC when inspection began (before any read) */
 	pid_t nspid;	      /* PID in its own pid namespace (== pid when not in one) */
 	bool own_pidns;	      /* in a pid namespace of its own (thread ids are translated) */
 	bool initialized;     /* the interpreter had an interpreter state when inspected */
