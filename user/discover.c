@@ -381,9 +381,16 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 	if (!ev->target) {
 		if (ev->parent_target)
 			d->stats.skipped[DISCOVER_SKIP_MAP_FULL]++;
+		if (ev->parent_target || by_pid(d, (pid_t)ev->pid))
+			return;
+		/* the parent had no config at the fork but is a target now: it was attached
+		 * after forking (its records were read late, a loaded machine). The child is
+		 * a copy of a Python: look at it now, not on the slow schedule */
+		if (by_pid(d, (pid_t)ev->ppid))
+			try_pid(d, (pid_t)ev->pid, WATCH_AUTO, now_ns, why, sizeof(why));
 		/* a followed non-Python parent: the child tells us what it is when it execs,
 		 * or on the slow schedule (it may load an interpreter without exec) */
-		else if (!by_pid(d, (pid_t)ev->pid))
+		else
 			watch(d, (pid_t)ev->pid, false, now_ns);
 		return;
 	}
