@@ -21,8 +21,8 @@ recording per scenario the tests check what a user would:
 Scenarios: multiprocessing with fork, forkserver and spawn, launched and attached (-p)
 before the parent starts its workers; a shell and make running Pythons; a Python that
 os.execv's another program (launched and -p); three generations (Popen, then os.fork); a
-launched Python without --subprocesses, whose children are not sampled. Then the usage
-errors of --subprocesses and --all. Expectations come from measured CPU time, never from
+launched Python without --subprocesses, whose children are not sampled; a tree that
+starts while pywalk is not reading. Then the usage errors of --subprocesses and --all. Expectations come from measured CPU time, never from
 wall time, so a loaded machine changes the counts, not the verdicts.
 """
 import os
@@ -231,8 +231,12 @@ def print_table(run, table):
 MP_ROLES = ("parent_work", "child_work_0", "child_work_1")
 
 
-def check_mp(run, method):
-    run.check_common(processes=3, inherited=2 if method in ("fork", "forkserver") else 0)
+def check_mp(run, method, inherited=None):
+    """All of check_common and check_processes for mp_target.py's three processes; its
+    workers are fork children with fork and forkserver, so inherited unless told."""
+    if inherited is None:
+        inherited = 2 if method in ("fork", "forkserver") else 0
+    run.check_common(processes=3, inherited=inherited)
     check_processes(run, MP_ROLES)
     parent = [r for r in run.records if r["role"] == "parent_work"][0]
     assert parent["exitcodes"] == [0, 0], run.describe()
@@ -389,6 +393,83 @@ def test_grandchildren(pywalk, interp, start_target, out_path, mode):
     assert recs["parent_work"]["child"] == recs["child_work"]["pid"], run.records
     assert recs["child_work"]["grandchild"] == recs["grandchild_work"]["pid"], run.records
     assert recs["grandchild_work"]["ppid"] == recs["child_work"]["pid"], run.records
+
+
+# --- pywalk behind the tree --------------------------------------------------------
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.core_only
+def test_children_forked_while_pywalk_lags(pywalk, interp, out_path, tmp_path):
+    """pywalk reads the tree's records late (a loaded machine; here it is stopped): a shell
+    it follows (-p --subprocesses) execs Python, which forks its workers, all before pywalk
+    has read the exec. The kernel saw no config at those forks, so the workers are not
+    inherited; pywalk must still sample them as soon as it catches up, not seconds later.
+    Own CPU counts from the moment pywalk resumes."""
+    fifo = str(tmp_path / "go")
+    os.mkfifo(fifo)
+    cmd = "echo READY; read go < %s; exec %s" % (
+        shlex.quote(fifo), shlex.join(interp.argv("mp_target.py", "fork")))
+    sh = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, start_new_session=True)
+    pw = None
+    try:
+        assert sh.stdout.readline() == b"READY\n"
+        argv = [e2e.pywalk_path(), "record", "-v", "-F", str(HZ), "-o", out_path,
+                "--subprocesses", "-p", str(sh.pid)]
+        with tempfile.TemporaryFile("w+") as err:
+            pw = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=err, universal_newlines=True)
+            deadline = time.monotonic() + ATTACH_TIMEOUT_S
+            while True:
+                err.seek(0)
+                if "debug: sampling at" in err.read():
+                    break
+                assert pw.poll() is None and time.monotonic() < deadline, \
+                    "pywalk did not start sampling"
+                time.sleep(0.02)
+            os.kill(pw.pid, signal.SIGSTOP)
+            try:
+                with open(fifo, "w") as f:
+                    f.write("go\n")
+                deadline = time.monotonic() + ATTACH_TIMEOUT_S
+                while len(_children(sh.pid)) < 2:
+                    assert time.monotonic() < deadline, "the workers did not start"
+                    time.sleep(0.005)
+                before = dict((pid, _cpu_seconds(pid)) for pid in [sh.pid] + _children(sh.pid))
+            finally:
+                os.kill(pw.pid, signal.SIGCONT)
+            pw.wait(timeout=RUN_TIMEOUT_S)
+            err.seek(0)
+            result = subprocess.CompletedProcess(argv, pw.returncode, "", err.read())
+        sh.wait(timeout=RUN_TIMEOUT_S)
+        stdout = sh.stdout.read().decode(errors="replace")
+    finally:
+        for p in (pw, sh):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        sh.stdout.close()
+    run = Run(interp, result, out_path, stdout, "stopped while the tree started: %s" % (
+        " ".join(argv),))
+    for rec in run.records:
+        # what ran before pywalk resumed is not to be sampled; busy is bounded below
+        rec["cpu_before_go"] = before.get(rec["pid"], 0.0)
+        rec["busy"] = max(0.0, rec["busy"] - rec["cpu_before_go"])
+    # the kernel saw no config at the forks: nothing was inherited
+    check_mp(run, "fork", inherited=0)
 
 
 # --- usage errors ----------------------------------------------------------------------
