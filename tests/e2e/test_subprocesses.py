@@ -220,7 +220,8 @@ def check_processes(run, roles, by_pid=True):
 
 def print_table(run, table):
     """One line per process (shown with pytest -rA): the figures of the report."""
-    print("%s [%s]" % (run.what, run.interp.id))
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").split("::")[-1].split(" ")[0]
+    print("%s: %s [%s]" % (test, run.what, run.interp.id))
     for role, pid, n, exact, share, cpu_share in table:
         print("  %-16s PID %-7s samples %5d  exact %5.1f%%  share %5.1f%%  cpu %5.1f%%  "
               "error %+.1f pts" % (role, pid, n, exact, share, cpu_share, share - cpu_share))
