@@ -285,7 +285,8 @@ enum watch_mode {
 };
 
 /* Look at `pid` now. Returns 0 when it became a target, -ENOEXEC when it is not Python
- * (watched per `mode`), or another negative errno (skipped, counted). */
+ * (watched per `mode`), -EFAULT when its memory could not be read yet (watched, unless
+ * WATCH_NONE), or another negative errno (skipped, counted). */
 static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t now_ns,
 		   char *why, size_t why_size)
 {
@@ -295,6 +296,13 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 
 	d->stats.inspections++;
 	err = d->ops.inspect(d->ops.ctx, pid, &t, &later, why, why_size);
+	/* its maps list an interpreter whose memory cannot be read: a program caught between
+	 * its exec and its last mapping (the exec record is on its way) or unmapping as it
+	 * exits. Not an answer about the process, so not a skip: look again soon */
+	if (err == -EFAULT && mode != WATCH_NONE) {
+		watch(d, pid, true, now_ns);
+		return err;
+	}
 	if (err == -ENOEXEC) {
 		if (mode != WATCH_NONE)
 			watch(d, pid, later || mode == WATCH_FAST, now_ns);
@@ -308,13 +316,18 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 		}
 		return err;
 	}
-	t.seen_ns = now_ns;
+	/* t.seen_ns is the inspection's own stamp, taken before it read anything */
 	t.id = d->next_id++;
 	if (d->next_id & PW_TARGET_KERNEL_BIT)
 		d->next_id = 1; /* 2^31 lifetimes later: the old ones are long gone */
 	err = activate(d, &t, true);
 	if (err == -E2BIG)
 		snprintf(why, why_size, "too many processes to sample PID %d", pid);
+	/* the launched command is Python itself: only it is sampled, as with -p, unless
+	 * --subprocesses. Decided whenever it becomes a target, not only at its exec: with a
+	 * shared libpython that is a retry a few milliseconds later. */
+	if (!err && pid == d->launched && !d->opts.subprocesses)
+		d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC);
 	return err;
 }
 
@@ -369,9 +382,16 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 	if (!ev->target) {
 		if (ev->parent_target)
 			d->stats.skipped[DISCOVER_SKIP_MAP_FULL]++;
+		if (ev->parent_target || by_pid(d, (pid_t)ev->pid))
+			return;
+		/* the parent had no config at the fork but is a target now: it was attached
+		 * after forking (its records were read late, a loaded machine). The child is
+		 * a copy of a Python: look at it now, not on the slow schedule */
+		if (by_pid(d, (pid_t)ev->ppid))
+			try_pid(d, (pid_t)ev->pid, WATCH_AUTO, now_ns, why, sizeof(why));
 		/* a followed non-Python parent: the child tells us what it is when it execs,
 		 * or on the slow schedule (it may load an interpreter without exec) */
-		else if (!by_pid(d, (pid_t)ev->pid))
+		else
 			watch(d, (pid_t)ev->pid, false, now_ns);
 		return;
 	}
@@ -395,9 +415,8 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 			return; /* already gone; its exit record follows */
 		}
 	}
-	/* the child's config went in at its fork: it cannot show an older image */
-	child.seen_ns = ev->time_ns;
 	child.id = ev->target;
+	child.seen_ns = ev->time_ns; /* its config is the kernel's since the fork */
 	if (!activate(d, &child, false))
 		d->stats.inherited++;
 	else
@@ -431,8 +450,6 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 		 * the dynamic loader after the exec) */
 		if (!t)
 			try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
-		if (pid == d->launched && by_pid(d, pid) && !d->opts.subprocesses)
-			d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_EXEC); /* Python itself */
 		break;
 	case PW_PROC_EXIT:
 		if (t)

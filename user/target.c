@@ -189,6 +189,9 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 	why[0] = 0;
 	if (maybe_later)
 		*maybe_later = false;
+	/* before anything is read: all that follows describes the program running then or
+	 * a later one, which an exec record with an earlier time can tell */
+	t->seen_ns = now_ns();
 	t->pid = pid;
 	err = proc_read_start_time(pid, &t->start_ticks);
 	if (err || !proc_is_alive(pid)) {

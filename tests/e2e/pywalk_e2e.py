@@ -4,6 +4,7 @@ accounting summary, run target workloads, and score stacks against the ground tr
 No pytest fixtures here (those are in conftest.py), so the helpers are plain functions.
 """
 import collections
+import json
 import os
 import re
 import select
@@ -164,6 +165,39 @@ def check_folded_total(stderr, rows, describe=""):
     return folded
 
 
+PROCESSES_RE = re.compile(r"^pywalk: (\d+) processes sampled \((\d+) fork children "
+                          r"inherited their parent's interpreter\)(?:; skipped: (.*))?$")
+
+
+def parse_processes(stderr):
+    """(processes sampled, fork children inherited, skipped text or None) from the summary's
+    "pywalk: M processes sampled (F fork children ...)[; skipped: ...]" line, or None when
+    pywalk printed no such line (one process, no --subprocesses/--all, nothing skipped)."""
+    found = [m for m in map(PROCESSES_RE.match, stderr.splitlines()) if m]
+    assert len(found) <= 1, "'processes sampled' printed %d times:\n%s" % (len(found), stderr)
+    if not found:
+        return None
+    m = found[0]
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+def rows_by_process(rows):
+    """{pid: Counter(tuple of parsed Python frames)} and {pid: comm} from folded rows whose
+    root frame is 'COMM (PID)'; rows without one are under pid None (one process sampled)."""
+    stacks = collections.defaultdict(collections.Counter)
+    comms = {}
+    for frames, n in rows:
+        task = parse_task_frame(frames[0])
+        pid = None
+        if task:
+            comm, pid = task
+            assert comms.setdefault(pid, comm) == comm, \
+                "PID %d shown as %r and %r" % (pid, comms[pid], comm)
+            frames = frames[1:]
+        stacks[pid][tuple(to_py_frames(frames))] += n
+    return stacks, comms
+
+
 def describe_run(result, out_path=None, limit=15):
     """Text for failure messages: stderr and the top of the output."""
     text = "pywalk exit %s\n--- stderr ---\n%s" % (result.returncode, result.stderr)
@@ -289,6 +323,30 @@ def pidns_argv(interp, script_path, args=(), mount=False):
         return ns + ["sh", "-c", 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"',
                      interp.root] + py
     return ns + ["sh", "-c", 'mount -t proc proc /proc && exec "$@"', "sh"] + py
+
+
+RESULT_PREFIX = "PWRESULT "  # tests/targets/tree_common.py
+
+
+def parse_results(text):
+    """The PWRESULT records (dicts) the process-tree targets wrote, in output order."""
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]
+
+
+MARKER_RE = re.compile(r"#\s*@(leaf|call):(\w+)")
+
+
+def source_markers(script):
+    """{"leaf:NAME" / "call:NAME": line} of tests/targets/<script>."""
+    out = {}
+    with open(os.path.join(TARGETS_DIR, script), encoding="utf-8") as f:
+        for lineno, text in enumerate(f, 1):
+            for kind, name in MARKER_RE.findall(text):
+                key = "%s:%s" % (kind, name)
+                assert key not in out, "%s:%d: duplicate marker %s" % (script, lineno, key)
+                out[key] = lineno
+    return out
 
 
 def missing_pid():
