@@ -452,11 +452,13 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 			try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
 		break;
 	case PW_PROC_EXIT:
+		if (!t && (t = by_pid(d, pid)))
+			/* attached after the kernel's exit hook ran (a zombie still has its
+			 * start time): nothing deletes the config written then, and the next
+			 * process given this PID would be sampled under it */
+			d->ops.detach(d->ops.ctx, pid, t->id);
 		if (t)
 			end_target(d, t, DISCOVER_END_EXIT);
-		else if ((t = by_pid(d, pid)))
-			end_target(d, t, DISCOVER_END_EXIT); /* attached after the kernel's
-							       * exit hook ran */
 		if (watched(d, pid)) {
 			if (pid == d->launched || d->opts.subprocesses)
 				d->stats.not_python++;

@@ -780,6 +780,28 @@ static void test_process_replaced_before_attach_is_detached_and_not_a_target(voi
 	discover__free(d);
 }
 
+/* Its exit hook ran between inspection and attach (found nothing to delete), and it is a
+ * zombie, so its start time still reads: the exit record without a target id ends it, and
+ * the config written after the hook must go too, or a later process given the PID would
+ * be sampled under this lifetime's config. */
+static void test_exit_seen_before_attach_leaves_no_config_behind(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ .all = true });
+	uint32_t id;
+
+	(void)state;
+	spawn(100, PY311)->race = RACE_EXITING;
+	assert_int_equal(discover__scan(d, 0), 0);
+	id = id_of(d, 100);
+	proc(100)->alive = false;
+	deliver_pending(d, 1 * MS);
+	assert_int_equal(last_call(C_ENDED, 100)->id, id);
+	assert_null(discover__target(d, id));
+	assert_int_equal(proc(100)->kcfg, 0);
+	assert_kernel_agrees(d);
+	discover__free(d);
+}
+
 /* ---- a launched command --------------------------------------------------------------------- */
 
 static void test_launched_shell_keeps_its_children_followed(void **state)
@@ -1006,6 +1028,7 @@ int main(void)
 		T(test_exit_ends_the_target_and_drops_its_watch),
 		T(test_reused_pid_gets_a_new_target_id),
 		T(test_process_replaced_before_attach_is_detached_and_not_a_target),
+		T(test_exit_seen_before_attach_leaves_no_config_behind),
 		T(test_launched_shell_keeps_its_children_followed),
 		T(test_launched_python_command_follows_only_its_own_execs),
 		T(test_launched_python_command_keeps_children_with_subprocesses),
