@@ -46,7 +46,7 @@ enum race {
 
 struct fproc {
 	pid_t pid;
-	bool used, alive;
+	bool alive;
 	uint64_t start;
 	struct image img, next_img; /* next_img: what RACE_EXEC turns it into */
 	int attach_err;
@@ -82,6 +82,7 @@ static struct {
 	uint8_t open[1 << 16];
 	size_t nopen;
 	uint64_t clock_ticks;
+	uint64_t now; /* the monotonic clock an inspection stamps its target with */
 } w;
 
 static struct fproc *proc(pid_t pid)
@@ -96,7 +97,7 @@ static struct fproc *spawn(pid_t pid, struct image img)
 	struct fproc *p = proc(pid);
 
 	assert_false(p->alive);
-	*p = (struct fproc){ .pid = pid, .used = true, .alive = true, .img = img,
+	*p = (struct fproc){ .pid = pid, .alive = true, .img = img,
 			     .start = ++w.clock_ticks * 100 };
 	return p;
 }
@@ -135,6 +136,7 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
 
 	(void)ctx;
 	memset(t, 0, sizeof(*t));
+	t->seen_ns = w.now; /* as target_inspect: before anything is read */
 	*maybe_later = false;
 	p->ninspect++;
 	if (!p->alive) {
@@ -802,6 +804,67 @@ static void test_exit_seen_before_attach_leaves_no_config_behind(void **state)
 	discover__free(d);
 }
 
+/* Its exec hook ran between inspection and attach (nothing to delete yet), so the config
+ * written describes the image that is gone: the exec record without a target id must end
+ * that lifetime and take its config back, whatever the new image is. */
+static void test_exec_seen_before_attach_ends_the_old_image(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ 0 });
+	char why[128];
+	uint32_t id;
+
+	(void)state;
+	spawn(100, PY311)->race = RACE_EXEC;
+	proc(100)->next_img = SHELL;
+	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
+	id = id_of(d, 100);
+	deliver_pending(d, 1 * MS);
+	assert_int_equal(last_call(C_ENDED, 100)->id, id);
+	assert_int_equal(last_call(C_ENDED, 100)->arg, DISCOVER_END_EXEC);
+	assert_null(discover__target(d, id));
+	assert_int_equal(discover__nactive(d), 0);
+	assert_int_equal(discover__nwatched(d), 1);
+	assert_kernel_agrees(d);
+	/* into Python again: one target, the new image's */
+	spawn(200, PY311)->race = RACE_EXEC;
+	proc(200)->next_img = PY312;
+	assert_int_equal(discover__add_pid(d, 200, why, sizeof(why)), 0);
+	id = id_of(d, 200);
+	deliver_pending(d, 2 * MS);
+	assert_int_equal(last_call(C_ENDED, 200)->id, id);
+	assert_int_not_equal(id_of(d, 200), id);
+	assert_int_equal(target_of(d, 200)->ver.minor, 12);
+	assert_kernel_agrees(d);
+	discover__free(d);
+}
+
+/* The other order: the exec was recorded before discovery looked (the record still in the
+ * ring buffer when a retry inspected the new program), so the target is the new image's
+ * and stays; taking it back would make one lifetime two. */
+static void test_exec_recorded_before_the_inspection_keeps_the_target(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ .subprocesses = true });
+	struct pw_proc_rec r;
+	char why[128];
+	uint32_t id;
+
+	(void)state;
+	spawn(100, SHELL);
+	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
+	r = hook_exec(proc(100));
+	r.time_ns = 999 * MS;
+	proc(100)->img = PY311;
+	w.now = 1 * SEC;
+	discover__tick(d, 1 * SEC); /* the slow retry finds the new program */
+	id = id_of(d, 100);
+	deliver(d, r, 1 * SEC + 1 * MS);
+	assert_int_equal(id_of(d, 100), id);
+	assert_int_equal(w.counts[C_ENDED], 0);
+	assert_int_equal(w.counts[C_DETACH], 0);
+	assert_kernel_agrees(d);
+	discover__free(d);
+}
+
 /* ---- a launched command --------------------------------------------------------------------- */
 
 static void test_launched_shell_keeps_its_children_followed(void **state)
@@ -1029,6 +1092,8 @@ int main(void)
 		T(test_reused_pid_gets_a_new_target_id),
 		T(test_process_replaced_before_attach_is_detached_and_not_a_target),
 		T(test_exit_seen_before_attach_leaves_no_config_behind),
+		T(test_exec_seen_before_attach_ends_the_old_image),
+		T(test_exec_recorded_before_the_inspection_keeps_the_target),
 		T(test_launched_shell_keeps_its_children_followed),
 		T(test_launched_python_command_follows_only_its_own_execs),
 		T(test_launched_python_command_keeps_children_with_subprocesses),
