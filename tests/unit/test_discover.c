@@ -916,6 +916,24 @@ static void test_launched_python_command_keeps_children_with_subprocesses(void *
 	discover__free(d);
 }
 
+/* A python3 that links libpython.so: at its exec record the loader has not mapped the
+ * library yet, and the command turns out to be Python on a retry. */
+static void test_launched_python_found_on_a_retry_follows_only_its_own_execs(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ .launched = true });
+
+	(void)state;
+	spawn(100, SHELL);
+	assert_int_equal(discover__add_launched(d, 100), 0);
+	exec_proc(d, 100, LOADING, 1 * MS);
+	assert_null(target_of(d, 100));
+	proc(100)->img = PY312;
+	discover__tick(d, 10 * MS);
+	assert_non_null(target_of(d, 100));
+	assert_int_equal(last_call(C_FOLLOW, 100)->arg, DISCOVER_FOLLOW_EXEC);
+	discover__free(d);
+}
+
 /* ---- --all ------------------------------------------------------------------------------------ */
 
 static void test_all_takes_every_python_process_and_rescans_after_30_s(void **state)
@@ -1097,6 +1115,7 @@ int main(void)
 		T(test_launched_shell_keeps_its_children_followed),
 		T(test_launched_python_command_follows_only_its_own_execs),
 		T(test_launched_python_command_keeps_children_with_subprocesses),
+		T(test_launched_python_found_on_a_retry_follows_only_its_own_execs),
 		T(test_all_takes_every_python_process_and_rescans_after_30_s),
 		T(test_all_scan_that_cannot_list_processes_fails),
 		T(test_skipped_processes_are_counted_by_reason),
