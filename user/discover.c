@@ -30,6 +30,14 @@ struct watch {
 	uint64_t next_ns;
 	uint32_t attempts;
 	bool fast;
+	bool fast_spent; /* this program had its fast schedule: the slow one from now on */
+};
+
+/* What a watched process's next retry waits for. */
+enum retry {
+	RETRY_KEEP, /* nothing new: the schedule it is on (the slow one for a new watch) */
+	RETRY_SOON, /* a libpython is on its way: the fast schedule, once per program */
+	RETRY_EXEC, /* a new program: the fast schedule from its start */
 };
 
 struct discover {
@@ -184,8 +192,11 @@ static void unwatch(struct discover *d, pid_t pid)
 	d->nwatch--;
 }
 
-/* Retry `pid` later: soon after an exec or when a libpython is on its way, else slowly. */
-static int watch(struct discover *d, pid_t pid, bool fast, uint64_t now_ns)
+/* Retry `pid` later: soon after an exec or when a libpython is on its way, else slowly. A
+ * program that stays "libpython on its way" (stopped right after its exec, a libpython
+ * whose file cannot be opened) falls back to the slow schedule, and only its next exec
+ * brings it back to the fast one. */
+static int watch(struct discover *d, pid_t pid, enum retry how, uint64_t now_ns)
 {
 	struct watch *w = watched(d, pid);
 	int err;
@@ -201,12 +212,14 @@ static int watch(struct discover *d, pid_t pid, bool fast, uint64_t now_ns)
 		w = &d->watch[d->nwatch++];
 		*w = (struct watch){ .pid = pid };
 	}
-	if (fast && !w->fast) {
+	if (how == RETRY_EXEC || (how == RETRY_SOON && !w->fast && !w->fast_spent)) {
 		w->fast = true;
+		w->fast_spent = false;
 		w->attempts = 0;
 	}
 	if (w->fast && w->attempts >= ARRAY_SIZE(fast_backoff_ns)) {
 		w->fast = false;
+		w->fast_spent = true;
 		w->attempts = 0;
 	}
 	w->next_ns = now_ns + (w->fast ? fast_backoff_ns[w->attempts] :
@@ -300,12 +313,14 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 	 * its exec and its last mapping (the exec record is on its way) or unmapping as it
 	 * exits. Not an answer about the process, so not a skip: look again soon */
 	if (err == -EFAULT && mode != WATCH_NONE) {
-		watch(d, pid, true, now_ns);
+		watch(d, pid, mode == WATCH_FAST ? RETRY_EXEC : RETRY_SOON, now_ns);
 		return err;
 	}
 	if (err == -ENOEXEC) {
 		if (mode != WATCH_NONE)
-			watch(d, pid, later || mode == WATCH_FAST, now_ns);
+			watch(d, pid,
+			      mode == WATCH_FAST ? RETRY_EXEC : later ? RETRY_SOON : RETRY_KEEP,
+			      now_ns);
 		return err;
 	}
 	unwatch(d, pid);
@@ -352,7 +367,7 @@ int discover__add_launched(struct discover *d, pid_t pid)
 	/* a shell or make starts the Python: follow descendants until the command turns
 	 * out to be Python itself (then only with --subprocesses) */
 	d->ops.follow(d->ops.ctx, pid, DISCOVER_FOLLOW_CHILDREN);
-	return watch(d, pid, true, 0);
+	return watch(d, pid, RETRY_EXEC, 0);
 }
 
 int discover__scan(struct discover *d, uint64_t now_ns)
@@ -392,7 +407,7 @@ static void on_fork(struct discover *d, const struct pw_proc_rec *ev, uint64_t n
 		/* a followed non-Python parent: the child tells us what it is when it execs,
 		 * or on the slow schedule (it may load an interpreter without exec) */
 		else
-			watch(d, (pid_t)ev->pid, false, now_ns);
+			watch(d, (pid_t)ev->pid, RETRY_KEEP, now_ns);
 		return;
 	}
 	parent = by_id(d, ev->parent_target);

@@ -709,6 +709,83 @@ static void test_exec_of_a_program_that_links_libpython_finds_it_on_a_fast_retry
 	discover__free(d);
 }
 
+/* A shell script that execs again (sh -> env -> python3): each new program is looked at
+ * soon after its exec, however long the previous one was retried. */
+static void test_every_exec_restarts_the_fast_schedule(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ .subprocesses = true });
+	uint64_t now = 0;
+	char why[128];
+
+	(void)state;
+	spawn(100, SHELL);
+	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
+	exec_proc(d, 100, LOADING, now);
+	for (int i = 0; i < 8; i++)
+		now = discover__tick(d, now); /* 1, 2, ..., 128 ms */
+	assert_int_equal(now, 255 * MS);
+	exec_proc(d, 100, LOADING, 300 * MS);
+	assert_int_equal(discover__tick(d, 300 * MS), 301 * MS);
+	discover__free(d);
+}
+
+/* "It links a libpython not mapped yet" can stay true (a process stopped right after its
+ * exec, a libpython whose file cannot be opened): after the fast schedule it is retried
+ * slowly, not fast again every second. */
+static void test_libpython_that_never_maps_falls_back_to_the_slow_schedule(void **state)
+{
+	static const uint64_t slow[] = { 1000, 5000, 30000, 120000, 300000 };
+	struct discover *d = new_discover((struct discover_opts){ .subprocesses = true });
+	uint64_t now = 0, next;
+	char why[128];
+
+	(void)state;
+	spawn(100, SHELL);
+	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
+	exec_proc(d, 100, LOADING, now);
+	for (int i = 0; i < 10; i++)
+		now = discover__tick(d, now); /* the first is not due: 9 retries, to 511 ms */
+	assert_int_equal(now, 1023 * MS);
+	for (size_t i = 0; i < ARRAY_SIZE(slow); i++) {
+		next = discover__tick(d, now);
+		assert_int_equal(next - now, slow[i] * MS);
+		now = next;
+	}
+	assert_int_equal(proc(100)->ninspect, 2 + 9 + ARRAY_SIZE(slow));
+	discover__free(d);
+}
+
+/* Its maps list an interpreter whose memory cannot be read yet (the loader still mapping
+ * it after an exec): no verdict, so no skip; it is looked at on the fast schedule, and
+ * only once: what stays unreadable is retried slowly. */
+static void test_unreadable_interpreter_is_retried_soon_and_not_counted(void **state)
+{
+	static const uint64_t slow[] = { 1000, 5000, 30000 };
+	struct discover *d = new_discover((struct discover_opts){ .subprocesses = true });
+	uint64_t now = 0, next;
+	char why[128];
+
+	(void)state;
+	spawn(100, SHELL);
+	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
+	exec_proc(d, 100, (struct image){ .err = -EFAULT }, now);
+	assert_int_equal(discover__nwatched(d), 1);
+	for (int i = 0; i < 10; i++)
+		now = discover__tick(d, now);
+	assert_int_equal(now, 1023 * MS);
+	for (size_t i = 0; i < ARRAY_SIZE(slow); i++) {
+		next = discover__tick(d, now);
+		assert_int_equal(next - now, slow[i] * MS);
+		now = next;
+	}
+	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)
+		assert_int_equal(stats(d)->skipped[i], 0);
+	proc(100)->img = PY312; /* mapped at last */
+	discover__tick(d, now);
+	assert_non_null(target_of(d, 100));
+	discover__free(d);
+}
+
 /* ---- exit and PID reuse ------------------------------------------------------------------- */
 
 static void test_exit_ends_the_target_and_drops_its_watch(void **state)
@@ -1106,6 +1183,9 @@ int main(void)
 		T(test_exec_of_a_target_ends_it_and_a_python_image_gets_a_new_id),
 		T(test_exec_into_a_non_python_image_is_retried_fast_then_slowly),
 		T(test_exec_of_a_program_that_links_libpython_finds_it_on_a_fast_retry),
+		T(test_every_exec_restarts_the_fast_schedule),
+		T(test_libpython_that_never_maps_falls_back_to_the_slow_schedule),
+		T(test_unreadable_interpreter_is_retried_soon_and_not_counted),
 		T(test_exit_ends_the_target_and_drops_its_watch),
 		T(test_reused_pid_gets_a_new_target_id),
 		T(test_process_replaced_before_attach_is_detached_and_not_a_target),
