@@ -59,8 +59,8 @@ PW_INLINE __u32 pw_code_capture(const struct pw_proc *cfg, __u32 pid, __u64 code
 
 	if (head_len > PW_CODE_HEAD_MAX)
 		head_len = PW_CODE_HEAD_MAX;
-	if (o->co_qualname + 8 > head_len || o->co_filename + 8 > head_len ||
-	    o->co_linetable + 8 > head_len)
+	if (o->co_qualname + 8u > head_len || o->co_filename + 8u > head_len ||
+	    o->co_linetable + 8u > head_len)
 		return 0;
 	if (PW_READ_USER(head, head_len, code))
 		return 0;
