@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Symbolization against fake code objects in this process: names decode to UTF-8, a code
- * object whose tag differs from the sampled one is never named (address reuse), and a
- * cached symbol is not reused for a new object at the same address. */
+ * object whose tag differs from the sampled one is never named (address reuse), a cached
+ * symbol is not reused for a new object at the same address, and the code-object cache
+ * keeps to its byte budget (evicting the least recently used, forgetting ended targets,
+ * cutting line tables). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -144,6 +146,134 @@ static void test_str_length_after_state_is_read(void **state)
 	symtab__free(st);
 }
 
+/* ---- the code-object cache's byte budget -------------------------------------------------- */
+
+/* A bytes object holding a location table of `units` one-code-unit entries (ONE_LINE1, 3
+ * bytes each): instruction i is on line firstlineno + i + 1. */
+static uint64_t line_table(struct fx *fx, size_t units)
+{
+	uint8_t *b = fx_alloc(fx, FX_BYTES_DATA + 3 * units + 1);
+	uint64_t size = 3 * units;
+
+	memcpy(b + FX_BYTES_SIZE, &size, 8);
+	for (size_t i = 0; i < units; i++) {
+		b[FX_BYTES_DATA + 3 * i] = 0x80 | 11 << 3;
+		b[FX_BYTES_DATA + 3 * i + 1] = 1;
+		b[FX_BYTES_DATA + 3 * i + 2] = 2;
+	}
+	return (uint64_t)(uintptr_t)b;
+}
+
+/* A code object named `name` in `file` (a str made once), with line table `table`. */
+static uint64_t code_with(struct fx *fx, const char *name, uint64_t file, uint64_t table,
+			  int line)
+{
+	uint64_t co = fx_code(fx, name, "unused", line);
+
+	memcpy((uint8_t *)(uintptr_t)co + FX_CO_FILENAME, &file, 8);
+	memcpy((uint8_t *)(uintptr_t)co + FX_CO_LINETABLE, &table, 8);
+	return co;
+}
+
+/* The tag the sampler folds from the code object (as fx_sample does). */
+static uint32_t tag_of_code(uint64_t co)
+{
+	__u64 words[PW_CODE_TAG_WORDS] = { 0 };
+
+	memcpy(words, (const uint8_t *)(uintptr_t)co + FX_TAG_OFF, FX_TAG_SIZE);
+	return pw_code_tag(words, FX_TAG_MASK, NULL);
+}
+
+static struct symtab_target target_of(const struct fx *fx, uint32_t id)
+{
+	return (struct symtab_target){ .id = id, .pid = getpid(), .lay = &fx->t.ver.obj };
+}
+
+static int64_t resolve(struct symtab *st, const struct symtab_target *t, uint64_t co)
+{
+	int64_t h = symtab__resolve(st, t, co, tag_of_code(co));
+
+	assert_true(h >= 0);
+	return h;
+}
+
+#define NCODES 3000
+#define BUDGET (64 << 10)
+
+static void test_code_cache_stays_within_its_byte_budget(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct symtab *st = symtab__new(BUDGET);
+	struct symtab_target t = target_of(fx, 1);
+	uint64_t file = fx_str(fx, "m.py"), table = line_table(fx, 60);
+	static uint64_t codes[NCODES];
+	char name[32];
+
+	(void)state;
+	for (int i = 0; i < NCODES; i++) {
+		int64_t h;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		codes[i] = code_with(fx, name, file, table, 10);
+		h = resolve(st, &t, codes[i]);
+		assert_string_equal(symtab__func_name(st, symtab__func(st, h)), name);
+		assert_true(symtab__stats(st)->bytes <= BUDGET);
+	}
+	assert_int_equal(symtab__stats(st)->budget, BUDGET);
+	assert_true(symtab__stats(st)->entries > 50); /* the budget is used, not wasted */
+	assert_int_equal(symtab__stats(st)->evictions + symtab__stats(st)->entries, NCODES);
+	assert_int_equal(symtab__stats(st)->from_memory, NCODES);
+	/* the names stay: they are the profile's, not the cache's */
+	assert_int_equal(symtab__nfuncs(st) >= NCODES, 1);
+	symtab__free(st);
+	fx_free(fx);
+}
+
+static void test_most_recently_used_entry_is_not_evicted(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct symtab *st = symtab__new(BUDGET);
+	struct symtab_target t = target_of(fx, 1);
+	uint64_t file = fx_str(fx, "m.py"), table = line_table(fx, 60);
+	uint64_t hot = code_with(fx, "hot", file, table, 1);
+	int64_t h_hot = resolve(st, &t, hot);
+	char name[32];
+
+	(void)state;
+	for (int i = 0; i < NCODES; i++) {
+		snprintf(name, sizeof(name), "cold%d", i);
+		resolve(st, &t, code_with(fx, name, file, table, 1));
+		/* used in every sample: always the same entry, never read again */
+		assert_int_equal(resolve(st, &t, hot), h_hot);
+	}
+	assert_true(symtab__stats(st)->evictions > 0);
+	assert_int_equal(symtab__stats(st)->from_memory, NCODES + 1);
+	symtab__free(st);
+	fx_free(fx);
+}
+
+/* A line table is kept up to SYMTAB_MAX_LINETABLE bytes: instructions it no longer
+ * covers get line 0, never a neighbour's line. */
+static void test_line_table_over_the_limit_is_cut(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct symtab *st = symtab__new(0);
+	struct symtab_target t = target_of(fx, 1);
+	size_t units = SYMTAB_MAX_LINETABLE / 3 + 2000, kept = SYMTAB_MAX_LINETABLE / 3;
+	uint64_t co = code_with(fx, "big", fx_str(fx, "m.py"), line_table(fx, units), 1000);
+	int64_t h = resolve(st, &t, co);
+
+	(void)state;
+	assert_int_equal(symtab__line(st, h, 0), 1001);
+	assert_int_equal(symtab__line(st, h, (uint32_t)kept - 1), 1000 + (int)kept);
+	assert_int_equal(symtab__line(st, h, (uint32_t)kept), 0);
+	assert_int_equal(symtab__line(st, h, (uint32_t)units - 1), 0);
+	assert_true(symtab__stats(st)->bytes >= SYMTAB_MAX_LINETABLE);
+	assert_true(symtab__stats(st)->bytes < SYMTAB_MAX_LINETABLE + 4096);
+	symtab__free(st);
+	fx_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +282,9 @@ int main(void)
 		cmocka_unit_test(test_decode_str_is_valid_utf8),
 		cmocka_unit_test(test_decode_str_keeps_what_follows_a_nul),
 		cmocka_unit_test(test_str_length_after_state_is_read),
+		cmocka_unit_test(test_code_cache_stays_within_its_byte_budget),
+		cmocka_unit_test(test_most_recently_used_entry_is_not_evicted),
+		cmocka_unit_test(test_line_table_over_the_limit_is_cut),
 	};
 
 	return cmocka_run_group_tests_name("symtab", tests, NULL, NULL);
