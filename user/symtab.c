@@ -53,14 +53,31 @@ struct symtab {
 	struct symtab_stats stats;
 };
 
+static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline);
+
 struct symtab *symtab__new(size_t budget_bytes)
 {
 	struct symtab *st = calloc(1, sizeof(*st));
+	char *name, *file;
 
 	if (!st)
 		return NULL;
 	st->budget = budget_bytes ? budget_bytes : SYMTAB_DEFAULT_BUDGET;
 	st->lru_head = st->lru_tail = st->free_head = NONE;
+	/* function id 0 is no function: what the accessors give for a handle whose entry is
+	 * gone, so it can never name the first function the profile interned */
+	name = strdup("?");
+	file = strdup("?");
+	if (!name || !file) {
+		free(name);
+		free(file);
+		symtab__free(st);
+		return NULL;
+	}
+	if (intern_func(st, name, file, 0) != SYMTAB_NO_FUNC) {
+		symtab__free(st);
+		return NULL;
+	}
 	return st;
 }
 
@@ -602,7 +619,7 @@ uint32_t symtab__func(const struct symtab *st, int64_t sym)
 {
 	const struct code *c = entry_of(st, sym);
 
-	return c ? c->func : 0;
+	return c ? c->func : SYMTAB_NO_FUNC;
 }
 
 int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr)

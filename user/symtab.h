@@ -65,7 +65,9 @@ static inline bool symtab_layout_has_tag(const struct py_objlayout *lay)
 
 /* Entry/cleanup shims that run as frames but are not user code (3.13+ `__init__` shim). */
 bool symtab__is_shim(const struct symtab *st, int64_t sym);
-/* Function id (interned qualname + file) of a symbol. */
+/* Function id 0: no function ("?" in "?", line 0), the function of a stale handle. */
+#define SYMTAB_NO_FUNC 0
+/* Function id (interned qualname + file) of a symbol; SYMTAB_NO_FUNC when stale. */
 uint32_t symtab__func(const struct symtab *st, int64_t sym);
 /* Line executed at instruction `instr` (code units; PW_INSTR_NONE = not started). An
  * instruction without a location maps to the function's first line; 0 only when the

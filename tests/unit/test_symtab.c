@@ -252,6 +252,86 @@ static void test_most_recently_used_entry_is_not_evicted(void **state)
 	fx_free(fx);
 }
 
+/* A handle whose entry was evicted names nothing, in particular not the function that
+ * happens to hold the id the accessors fall back to. */
+static void test_evicted_handle_names_no_function(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct symtab *st = symtab__new(BUDGET);
+	struct symtab_target t = target_of(fx, 1);
+	uint64_t file = fx_str(fx, "m.py"), table = line_table(fx, 60);
+	uint64_t first = code_with(fx, "first", file, table, 1);
+	uint64_t victim = code_with(fx, "victim", file, table, 1);
+	int64_t h, h_again;
+	char name[32];
+	uint32_t func;
+
+	(void)state;
+	resolve(st, &t, first); /* the first function interned */
+	h = resolve(st, &t, victim);
+	assert_int_equal(symtab__line(st, h, 5), 7);
+	for (int i = 0; i < NCODES; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		resolve(st, &t, code_with(fx, name, file, table, 1));
+	}
+	func = symtab__func(st, h);
+	assert_string_equal(symtab__func_name(st, func), "?");
+	assert_string_equal(symtab__func_file(st, func), "?");
+	assert_int_equal(symtab__func_firstline(st, func), 0);
+	assert_int_equal(symtab__line(st, h, 5), 0);
+	assert_int_equal(symtab__line(st, h, PW_INSTR_NONE), 0);
+	assert_false(symtab__is_shim(st, h));
+	/* asked for again, it is read again: a new handle, the right name */
+	h_again = resolve(st, &t, victim);
+	assert_int_not_equal(h_again, h);
+	assert_string_equal(symtab__func_name(st, symtab__func(st, h_again)), "victim");
+	assert_int_equal(symtab__line(st, h_again, 5), 7);
+	assert_string_equal(symtab__func_name(st, symtab__func(st, h)), "?");
+	/* never-valid handles name nothing either */
+	assert_string_equal(symtab__func_name(st, symtab__func(st, -1)), "?");
+	assert_string_equal(symtab__func_name(st, symtab__func(st, (int64_t)1 << 40)), "?");
+	symtab__free(st);
+	fx_free(fx);
+}
+
+static void test_forgetting_a_target_frees_its_entries(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct symtab *st = symtab__new(0);
+	struct symtab_target a = target_of(fx, 1), b = target_of(fx, 2);
+	uint64_t file = fx_str(fx, "m.py"), table = line_table(fx, 60);
+	int64_t ha = 0, hb = 0;
+	size_t bytes_one;
+	char name[32];
+
+	(void)state;
+	for (int i = 0; i < 200; i++) {
+		uint64_t co;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		co = code_with(fx, name, file, table, 1);
+		/* the same address in two lifetimes: two entries */
+		ha = resolve(st, &a, co);
+		hb = resolve(st, &b, co);
+	}
+	assert_int_equal(symtab__stats(st)->entries, 400);
+	bytes_one = symtab__stats(st)->bytes;
+	symtab__forget_target(st, 1);
+	assert_int_equal(symtab__stats(st)->entries, 200);
+	assert_true(symtab__stats(st)->bytes < bytes_one);
+	assert_string_equal(symtab__func_name(st, symtab__func(st, ha)), "?");
+	assert_string_equal(symtab__func_name(st, symtab__func(st, hb)), "f199");
+	symtab__forget_target(st, 2);
+	assert_int_equal(symtab__stats(st)->entries, 0);
+	symtab__forget_target(st, 3); /* nothing of it: nothing happens */
+	/* only the index itself is left, and the freed slots are used again */
+	assert_true(symtab__stats(st)->bytes < 400 * 200);
+	resolve(st, &a, code_with(fx, "again", file, table, 1));
+	assert_int_equal(symtab__stats(st)->entries, 1);
+	symtab__free(st);
+	fx_free(fx);
+}
+
 /* A line table is kept up to SYMTAB_MAX_LINETABLE bytes: instructions it no longer
  * covers get line 0, never a neighbour's line. */
 static void test_line_table_over_the_limit_is_cut(void **state)
@@ -284,6 +364,8 @@ int main(void)
 		cmocka_unit_test(test_str_length_after_state_is_read),
 		cmocka_unit_test(test_code_cache_stays_within_its_byte_budget),
 		cmocka_unit_test(test_most_recently_used_entry_is_not_evicted),
+		cmocka_unit_test(test_evicted_handle_names_no_function),
+		cmocka_unit_test(test_forgetting_a_target_frees_its_entries),
 		cmocka_unit_test(test_line_table_over_the_limit_is_cut),
 	};
 
