@@ -18,6 +18,7 @@ enum {
 	OPT_SUBPROCESSES,
 	OPT_MAX_DEPTH,
 	OPT_MAX_PROCESSES,
+	OPT_SYMBOL_CACHE,
 };
 
 static const struct option sampling_options[] = {
@@ -29,6 +30,7 @@ static const struct option sampling_options[] = {
 	{ "event", required_argument, NULL, 'e' },
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES },
+	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
 };
 static const struct option duration_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
@@ -64,7 +66,11 @@ void cli_help_groups(FILE *f, unsigned int groups)
 			"                         %d); deeper stacks are rejected and counted, never\n"
 			"                         cut\n"
 			"      --max-processes N  processes sampled at once (default: 4096, or twice\n"
-			"                         the processes running, whichever is more)\n",
+			"                         the processes running, whichever is more)\n"
+			"      --symbol-cache SIZE\n"
+			"                         memory for the code objects that name frames,\n"
+			"                         least recently used dropped first: 1M-64G\n"
+			"                         (default 64M; K, M, G suffixes)\n",
 			PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
 	if (groups & CLI_DURATION)
 		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
@@ -152,6 +158,15 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 				return cli_usage_error(cmd, "invalid --max-processes '%s' (1-4194304)",
 						       arg);
 			return 0;
+		case OPT_SYMBOL_CACHE: {
+			uint64_t bytes;
+
+			if (parse_size(arg, 1ull << 20, 64ull << 30, &bytes) || bytes > SIZE_MAX)
+				return cli_usage_error(cmd, "invalid --symbol-cache '%s' (1M-64G)",
+						       arg);
+			s->symbol_cache_bytes = (size_t)bytes;
+			return 0;
+		}
 		}
 	}
 	if (s && (spec->groups & CLI_DURATION) && c == 'd') {

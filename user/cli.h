@@ -15,7 +15,8 @@
 /* Most processes one command takes with -p. */
 #define CLI_MAX_PIDS 256
 
-/* What to sample: -p/--all/--subprocesses/-- CMD, -F, -e, -d, --max-depth, --max-processes */
+/* What to sample: -p/--all/--subprocesses/-- CMD, -F, -e, -d, --max-depth, --max-processes,
+ * --symbol-cache */
 struct cli_sampling {
 	pid_t pids[CLI_MAX_PIDS];
 	size_t npids;
@@ -26,6 +27,7 @@ struct cli_sampling {
 	uint64_t duration_ms; /* 0 = until interrupted or the targets exit */
 	uint32_t max_depth;
 	uint32_t max_processes;
+	size_t symbol_cache_bytes; /* budget of the code-object cache; 0 = the default */
 };
 
 /* Where the profile goes: -o, -f */

@@ -254,6 +254,7 @@ static int on_record(void *ctx, const void *data, size_t size)
 struct engine *engine__new(const struct engine_opts *opts)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct profile_opts popts;
 	struct engine *e;
 	char why[512];
 
@@ -269,7 +270,10 @@ struct engine *engine__new(const struct engine_opts *opts)
 	e->s = *opts->sampling;
 	e->child = (struct launch){ .pid = -1, .release_fd = -1, .exec_err_fd = -1 };
 	e->cache = target_cache__new();
-	e->prof = profile__new(&opts->profile);
+	popts = opts->profile;
+	if (!popts.symtab_bytes)
+		popts.symtab_bytes = e->s.symbol_cache_bytes;
+	e->prof = profile__new(&popts);
 	if (!e->cache || !e->prof) {
 		pw_err("out of memory\n");
 		goto fail;

@@ -54,6 +54,34 @@ int parse_duration_ms(const char *arg, uint64_t *out_ms)
 	return 0;
 }
 
+int parse_size(const char *arg, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned int shift = 0;
+	unsigned long long v;
+	char *end;
+
+	if (!arg || *arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift) || v << shift < min || v << shift > max)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
 int grow_array(void **buf, size_t *cap, size_t need, size_t elem_size)
 {
 	size_t ncap = *cap ? *cap : 16;

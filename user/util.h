@@ -13,6 +13,9 @@
 int parse_u32(const char *arg, uint32_t min, uint32_t max, uint32_t *out);
 /* Parse "10", "10s", "500ms", "2m" into milliseconds; 0 or -EINVAL/-ERANGE. */
 int parse_duration_ms(const char *arg, uint64_t *out_ms);
+/* Parse a byte count "1048576", "512K", "64M", "2G" (powers of 1024) in [min, max]; 0 or
+ * -EINVAL/-ERANGE. */
+int parse_size(const char *arg, uint64_t min, uint64_t max, uint64_t *out);
 
 /* Grow *buf (elements of elem_size) so that it holds at least `need` elements. */
 int grow_array(void **buf, size_t *cap, size_t need, size_t elem_size);
