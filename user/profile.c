@@ -12,8 +12,17 @@
 #include "profile.h"
 #include "util.h"
 
-/* Frames cached before the cache starts over (it only saves line-table lookups). */
-#define FCACHE_MAX (1u << 20)
+/* The frame cache only saves line-table lookups of the code objects the symbol cache
+ * holds, and its entries outlive theirs (an evicted symbol's handle never matches again),
+ * so it takes an eighth of the same budget: it starts over past budget / 8 / 64 entries
+ * (an entry is 16 bytes and two index slots of 12, and either array may be twice what it
+ * holds). */
+static size_t fcache_max(size_t symtab_budget)
+{
+	size_t n = symtab_budget / 8 / 64;
+
+	return n < 1024 ? 1024 : n;
+}
 
 struct thread_name {
 	uint32_t proc, tid;
@@ -49,7 +58,7 @@ struct profile {
 	struct htab thread_index;
 
 	struct frame_cache_entry *fcache;
-	size_t nfcache, fcache_cap;
+	size_t nfcache, fcache_cap, fcache_max;
 	struct htab fcache_index;
 
 	uint32_t ids[PW_MAX_FRAMES_CAP];
@@ -70,6 +79,7 @@ struct profile *profile__new(const struct profile_opts *opts)
 		profile__free(p);
 		return NULL;
 	}
+	p->fcache_max = fcache_max(symtab__stats(p->symtab)->budget);
 	return p;
 }
 
@@ -211,7 +221,7 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 			    symtab__line(p->symtab, sym, instr));
 	if (fid < 0)
 		return fid;
-	if (p->nfcache >= FCACHE_MAX) {
+	if (p->nfcache >= p->fcache_max) {
 		/* a cache, not the profile: starting over costs only lookups */
 		p->nfcache = 0;
 		htab_free(&p->fcache_index);
