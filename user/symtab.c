@@ -215,9 +215,9 @@ static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 }
 
 /* Read the data of the bytes object at `addr`, at most SYMTAB_MAX_LINETABLE of it (a longer
- * table is cut: later instructions get line 0). */
+ * table is cut: later instructions get line 0); *full_size (may be NULL) gets its size. */
 static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, uint8_t **out,
-		      uint32_t *out_len)
+		      uint32_t *out_len, uint64_t *full_size)
 {
 	int64_t size;
 	uint8_t *buf;
@@ -228,6 +228,8 @@ static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, 
 		return err;
 	if (size < 0)
 		return -EINVAL;
+	if (full_size)
+		*full_size = (uint64_t)size;
 	if (size > SYMTAB_MAX_LINETABLE)
 		size = SYMTAB_MAX_LINETABLE;
 	buf = malloc(size ? size : 1);
@@ -293,8 +295,30 @@ static uint64_t load_ptr(const uint8_t *buf, uint16_t off)
 struct code_parts {
 	const uint8_t *head, *name, *file, *linetable;
 	size_t head_len, name_len, file_len, linetable_len;
+	size_t linetable_size; /* the table's full size, when the copy was cut */
 	bool linetable_cut;
 };
+
+/* The whole line table of the object a code record copied the start of, read from the
+ * target, or NULL. Only while the object there is the one copied: the size the record
+ * gives and the same first bytes. A code object that lived a millisecond is gone by now,
+ * and the memory of its table may hold another table, whose lines are not this code's. */
+static uint8_t *rest_of_table(const struct symtab_target *t, const uint8_t *head,
+			      const struct code_parts *parts, uint32_t *len)
+{
+	uint64_t size = 0;
+	uint8_t *lt;
+
+	if (read_bytes(t->pid, t->lay, load_ptr(head, t->lay->co_linetable), &lt, len, &size))
+		return NULL;
+	if (size != parts->linetable_size || *len < parts->linetable_len ||
+	    memcmp(lt, parts->linetable, parts->linetable_len)) {
+		free(lt);
+		*len = 0;
+		return NULL;
+	}
+	return lt;
+}
 
 /* The tag of the code object whose header image is `head`, as the sampler folds it; the name
  * part (3.10/3.11) from `name_img` when given, else read from the target. */
@@ -456,9 +480,9 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 		err = -EFAULT;
 		goto fail;
 	}
-	if (parts->linetable && parts->linetable_cut &&
-	    !read_bytes(t->pid, lay, load_ptr(head, lay->co_linetable), &linetable,
-			&linetable_len)) {
+	if (parts->linetable && parts->linetable_cut)
+		linetable = rest_of_table(t, head, parts, &linetable_len);
+	if (linetable) {
 		/* the copy was cut at the record's bound, and the object is still there */
 	} else if (parts->linetable) {
 		linetable_len = parts->linetable_len > SYMTAB_MAX_LINETABLE ?
@@ -472,7 +496,7 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 		memcpy(linetable, parts->linetable, linetable_len);
 	} else {
 		err = read_bytes(t->pid, lay, load_ptr(head, lay->co_linetable), &linetable,
-				 &linetable_len);
+				 &linetable_len, NULL);
 		if (err)
 			goto fail;
 	}
@@ -595,6 +619,7 @@ int symtab__add_record(struct symtab *st, const struct symtab_target *t, const v
 		parts.linetable = p;
 		parts.linetable_len = h->lt_len;
 		parts.linetable_cut = h->lt_size > h->lt_len;
+		parts.linetable_size = h->lt_size;
 	}
 	r = build(st, t, h->code, h->tag, &parts);
 	if (r == -ENOMEM)

@@ -187,24 +187,30 @@ static uint64_t bytes(const uint8_t *data, size_t n)
 	return o;
 }
 
-/* A line table saying instruction i (code units) is on line firstlineno + i + 1, for
- * `units` instructions: in the location format (3.11+) ONE_LINE1 entries of 3 bytes, in
- * PEP 626 (3.10) one (2 bytes, +1 line) pair each. Returns its size. */
-static size_t line_table(uint8_t *out, size_t units)
+/* A line table saying instruction i (code units) is on line firstlineno + step * (i + 1),
+ * for `units` instructions: in the location format (3.11+) ONE_LINE entries of 3 bytes, in
+ * PEP 626 (3.10) one (2 bytes, +step lines) pair each. Returns its size. */
+static size_t line_table_step(uint8_t *out, size_t units, unsigned int step)
 {
 	size_t n = 0;
 
+	assert_true(step <= 2);
 	for (size_t i = 0; i < units; i++) {
 		if (ver.obj.lt_format == LINETABLE_LOCATION) {
-			out[n++] = 0x80 | 11 << 3; /* entry start, ONE_LINE1, 1 code unit */
-			out[n++] = 1;		    /* start column */
-			out[n++] = 2;		    /* end column */
+			out[n++] = 0x80 | (10 + step) << 3; /* entry start, ONE_LINE<step>, 1 unit */
+			out[n++] = 1;			     /* start column */
+			out[n++] = 2;			     /* end column */
 		} else {
-			out[n++] = 2; /* bytes */
-			out[n++] = 1; /* line delta */
+			out[n++] = 2;		   /* bytes */
+			out[n++] = (uint8_t)step; /* line delta */
 		}
 	}
 	return n;
+}
+
+static size_t line_table(uint8_t *out, size_t units)
+{
+	return line_table_step(out, units, 1);
 }
 
 static size_t entry_size(void)
@@ -453,6 +459,44 @@ static void test_long_line_table_is_cut_in_the_record_and_completed_from_the_tar
 	symtab__free(st);
 }
 
+/* The rest of a cut line table is read from the target only while the object there is the
+ * one the sampler copied from (the size the record gives, the same first bytes): a code
+ * object that lives a millisecond is gone by then, and the memory of its table may hold
+ * another one, whose lines would be given to this function's instructions. */
+static void test_cut_line_table_is_not_completed_from_another_object(void **state)
+{
+	static uint8_t lt[24000], other[24000];
+	size_t units = sizeof(lt) / entry_size(), ltn = line_table(lt, units);
+	size_t whole = PW_CODE_LINETABLE_MAX / entry_size();
+	uint64_t table = bytes(lt, ltn), co = code_obj(str("f"), str("a.py"), table, 100);
+	struct symtab_target t = target_for(getpid());
+	struct symtab *st = symtab__new(0);
+	uint32_t len = capture(co);
+	int64_t h;
+
+	(void)state;
+	assert_true(hdr()->lt_len < hdr()->lt_size);
+	/* freed, and its memory holds a table of the same size with other lines */
+	assert_int_equal(line_table_step(other, units, 2), ltn);
+	memcpy(at(table + ver.obj.bytes_data), other, ltn);
+	assert_int_equal(symtab__add_record(st, &t, rec, len), 0);
+	h = symtab__resolve(st, &t, co, hdr()->tag);
+	assert_true(h >= 0);
+	assert_int_equal(symtab__line(st, h, 0), 101);
+	assert_int_equal(symtab__line(st, h, (uint32_t)whole - 1), 100 + (int)whole);
+	assert_int_equal(symtab__line(st, h, (uint32_t)whole + 10), 0);
+	symtab__free(st);
+
+	/* the same first bytes, but another size: not the table copied either */
+	st = symtab__new(0);
+	memcpy(at(table + ver.obj.bytes_data), lt, ltn);
+	put64(table + ver.obj.bytes_size, ltn - entry_size());
+	assert_int_equal(symtab__add_record(st, &t, rec, len), 0);
+	h = symtab__resolve(st, &t, co, hdr()->tag);
+	assert_int_equal(symtab__line(st, h, (uint32_t)whole + 10), 0);
+	symtab__free(st);
+}
+
 /* Parts the sampler could not read are flagged, not guessed: the record says which. */
 static void test_unreadable_parts_are_flagged_in_the_record(void **state)
 {
@@ -648,6 +692,7 @@ int main(void)
 		EACH(test_record_names_of_every_str_kind_decode_to_utf8),
 		EACH(test_long_name_is_cut_in_the_record_and_completed_from_the_target),
 		EACH(test_long_line_table_is_cut_in_the_record_and_completed_from_the_target),
+		EACH(test_cut_line_table_is_not_completed_from_another_object),
 		EACH(test_unreadable_parts_are_flagged_in_the_record),
 		EACH(test_strings_that_are_not_compact_or_sizes_that_are_absurd_are_not_copied),
 		EACH(test_unreadable_code_object_gives_no_record),
