@@ -40,7 +40,7 @@ LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all check test e2e bench install clean lint format deps interpreters demo fuzz \
+.PHONY: all check test e2e soak bench install clean lint format deps interpreters demo fuzz \
 	fuzz-smoke fuzz-seeds
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -84,6 +84,15 @@ check: $(UNIT_BINS)
 e2e: $(O)/pywalk interpreters
 	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e \
 		$(PYTEST_ARGS)
+
+# The soak test alone and long (README: Tests): pywalk's memory under code-object and
+# process churn, SOAK_SECONDS a case (make test runs it for 40 s a case); figures in
+# $(O)/soak.txt.
+SOAK_SECONDS ?= 600
+soak: $(O)/pywalk
+	$(Q)rm -f $(O)/soak.txt; SOAK_SECONDS=$(SOAK_SECONDS) SOAK_REPORT=$(abspath $(O)/soak.txt) \
+		PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e/test_soak.py \
+		$(PYTEST_ARGS); s=$$?; grep -v '^  RSS' $(O)/soak.txt 2>/dev/null; exit $$s
 
 # Debian unstable's 3.13-3.15 for the end-to-end tests, cached under /var/cache/pywalk.
 # In CI a failed fetch fails the run; elsewhere those versions are skipped with the reason.
