@@ -40,6 +40,16 @@ enum retry {
 	RETRY_EXEC, /* a new program: the fast schedule from its start */
 };
 
+/* A process looked at and not sampled (a skip) under --all, so it is counted once however
+ * often the rescans look at it again (an attach may find room later); its exec and exit
+ * forget it, and so does a rescan that no longer lists it (an exit record was lost).
+ * Without --all nothing looks at a process twice but its own exec. */
+struct skipped {
+	pid_t pid;
+	uint64_t start_ticks; /* the lifetime it was counted for */
+	bool listed;	      /* seen by the rescan under way */
+};
+
 struct discover {
 	struct discover_opts opts;
 	struct discover_ops ops;
@@ -51,6 +61,10 @@ struct discover {
 	struct watch *watch;
 	size_t nwatch, watch_cap;
 	struct htab watch_by_pid;
+
+	struct skipped *skipped;
+	size_t nskipped, skipped_cap;
+	struct htab skipped_by_pid;
 
 	uint32_t next_id;
 	pid_t launched;
@@ -90,6 +104,8 @@ void discover__free(struct discover *d)
 	htab_free(&d->by_pid);
 	free(d->watch);
 	htab_free(&d->watch_by_pid);
+	free(d->skipped);
+	htab_free(&d->skipped_by_pid);
 	free(d);
 }
 
@@ -114,6 +130,13 @@ static bool watch_eq(uint32_t i, const void *key, void *ctx)
 	const struct discover *d = ctx;
 
 	return d->watch[i].pid == *(const pid_t *)key;
+}
+
+static bool skipped_eq(uint32_t i, const void *key, void *ctx)
+{
+	const struct discover *d = ctx;
+
+	return d->skipped[i].pid == *(const pid_t *)key;
 }
 
 static struct target *by_id(const struct discover *d, uint32_t id)
@@ -192,6 +215,62 @@ static void unwatch(struct discover *d, pid_t pid)
 	d->nwatch--;
 }
 
+static struct skipped *skipped_of(const struct discover *d, pid_t pid)
+{
+	uint32_t i;
+
+	if (!htab_find(&d->skipped_by_pid, hash_mix64((uint32_t)pid), skipped_eq, &pid,
+		       (void *)d, &i))
+		return NULL;
+	return &d->skipped[i];
+}
+
+static void unskip(struct discover *d, pid_t pid)
+{
+	struct skipped *s = skipped_of(d, pid);
+	uint32_t i, last;
+
+	if (!s)
+		return;
+	i = (uint32_t)(s - d->skipped);
+	last = (uint32_t)d->nskipped - 1;
+	htab_remove(&d->skipped_by_pid, hash_mix64((uint32_t)pid), i);
+	if (i != last) {
+		htab_remove(&d->skipped_by_pid, hash_mix64((uint32_t)d->skipped[last].pid), last);
+		d->skipped[i] = d->skipped[last];
+		htab_insert(&d->skipped_by_pid, hash_mix64((uint32_t)d->skipped[i].pid), i);
+	}
+	d->nskipped--;
+}
+
+/* Count the skip of lifetime `start_ticks` of `pid`, unless it was counted already.
+ * true when it is counted now. */
+static bool count_skip(struct discover *d, pid_t pid, uint64_t start_ticks,
+		       enum discover_skip why)
+{
+	struct skipped *s;
+
+	if (!d->opts.all) {
+		d->stats.skipped[why]++;
+		return true;
+	}
+	s = skipped_of(d, pid);
+	if (s && s->start_ticks == start_ticks) {
+		s->listed = true;
+		return false;
+	}
+	unskip(d, pid); /* another lifetime of the PID */
+	d->stats.skipped[why]++;
+	/* without room it is only counted again at the next rescan */
+	if (!grow_array((void **)&d->skipped, &d->skipped_cap, d->nskipped + 1,
+			sizeof(*d->skipped)) &&
+	    !htab_insert(&d->skipped_by_pid, hash_mix64((uint32_t)pid), (uint32_t)d->nskipped))
+		d->skipped[d->nskipped++] = (struct skipped){ .pid = pid,
+							      .start_ticks = start_ticks,
+							      .listed = true };
+	return true;
+}
+
 /* Retry `pid` later: soon after an exec or when a libpython is on its way, else slowly. A
  * program that stays "libpython on its way" (stopped right after its exec, a libpython
  * whose file cannot be opened) falls back to the slow schedule, and only its next exec
@@ -267,7 +346,7 @@ static int activate(struct discover *d, const struct target *t, bool attach)
 	if (attach) {
 		err = d->ops.attach(d->ops.ctx, slot);
 		if (err) {
-			d->stats.skipped[skip_reason(slot, err)]++;
+			count_skip(d, slot->pid, slot->start_ticks, skip_reason(slot, err));
 			return err;
 		}
 		/* it may have exited (and its PID been reused) between inspection and
@@ -287,6 +366,7 @@ static int activate(struct discover *d, const struct target *t, bool attach)
 	}
 	d->ntargets++;
 	d->stats.targets++;
+	unskip(d, slot->pid);
 	d->ops.began(d->ops.ctx, slot);
 	return 0;
 }
@@ -325,10 +405,8 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 	}
 	unwatch(d, pid);
 	if (err) {
-		if (err != -ESRCH) {
-			d->stats.skipped[skip_reason(&t, err)]++;
+		if (err != -ESRCH && count_skip(d, pid, t.start_ticks, skip_reason(&t, err)))
 			d->ops.note(d->ops.ctx, pid, why);
-		}
 		return err;
 	}
 	/* t.seen_ns is the inspection's own stamp, taken before it read anything */
@@ -378,10 +456,16 @@ int discover__scan(struct discover *d, uint64_t now_ns)
 
 	if (n < 0)
 		return n;
+	for (size_t i = 0; i < d->nskipped; i++)
+		d->skipped[i].listed = false;
 	for (int i = 0; i < n; i++)
 		if (!by_pid(d, pids[i]) && !watched(d, pids[i]))
 			try_pid(d, pids[i], WATCH_AUTO, now_ns, why, sizeof(why));
 	free(pids);
+	/* skipped processes not listed now are gone (their exit records were lost) */
+	for (size_t i = d->nskipped; i-- > 0;)
+		if (i < d->nskipped && !d->skipped[i].listed)
+			unskip(d, d->skipped[i].pid);
 	d->next_rescan_ns = now_ns + RESCAN_NS;
 	return 0;
 }
@@ -449,6 +533,7 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 		on_fork(d, ev, now_ns);
 		break;
 	case PW_PROC_EXEC:
+		unskip(d, pid); /* a new program: a new decision */
 		if (t)
 			end_target(d, t, DISCOVER_END_EXEC);
 		/* A target of this PID that the kernel did not know at the exec was attached
@@ -467,6 +552,7 @@ void discover__on_event(struct discover *d, const struct pw_proc_rec *ev, uint64
 			try_pid(d, pid, WATCH_FAST, now_ns, why, sizeof(why));
 		break;
 	case PW_PROC_EXIT:
+		unskip(d, pid);
 		if (!t && (t = by_pid(d, pid)))
 			/* attached after the kernel's exit hook ran (a zombie still has its
 			 * start time): nothing deletes the config written then, and the next

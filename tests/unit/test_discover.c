@@ -143,15 +143,16 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
 		snprintf(why, why_size, "no process %d", pid);
 		return -ESRCH;
 	}
+	/* as target_inspect: who it is is known before what it runs */
+	t->pid = pid;
+	t->start_ticks = p->start;
 	if (p->img.err) {
 		*maybe_later = p->img.later;
 		t->ver.free_threaded = p->img.free_threaded;
 		snprintf(why, why_size, "PID %d: %s", pid, strerror(-p->img.err));
 		return p->img.err;
 	}
-	t->pid = pid;
 	t->nspid = pid;
-	t->start_ticks = p->start;
 	t->initialized = true;
 	snprintf(t->comm, sizeof(t->comm), "fake%d", pid);
 	t->code_type = 0x7000000ull + (uint64_t)p->img.minor;
@@ -1082,6 +1083,44 @@ static void test_skipped_processes_are_counted_by_reason(void **state)
 	discover__free(d);
 }
 
+/* --all lists /proc again every 30 s for what no event told of: a process it cannot
+ * sample is counted (and noted) once, not at every rescan, until it execs or exits. */
+static void test_skipped_process_is_counted_once_across_rescans(void **state)
+{
+	struct discover *d = new_discover((struct discover_opts){ .all = true });
+
+	(void)state;
+	spawn(10, (struct image){ .err = -EPERM });
+	spawn(11, PY311)->attach_err = -E2BIG;
+	assert_int_equal(discover__scan(d, 0), 0);
+	for (int i = 1; i <= 4; i++)
+		discover__tick(d, i * 30 * SEC);
+	assert_int_equal(w.nlist, 5);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_PERMISSION], 1);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_MAP_FULL], 1);
+	assert_int_equal(ncalls(C_NOTE, 10), 1);
+	/* it is still looked at: with room in the map again, the next rescan takes it */
+	proc(11)->attach_err = 0;
+	discover__tick(d, 150 * SEC);
+	assert_non_null(target_of(d, 11));
+	/* a new program is another decision, and so is another process given the PID */
+	exec_proc(d, 10, (struct image){ .err = -ENOTSUP }, 151 * SEC);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_UNSUPPORTED], 1);
+	exit_proc(d, 10, 152 * SEC);
+	spawn(10, (struct image){ .err = -EPERM });
+	discover__tick(d, 180 * SEC);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_PERMISSION], 2);
+	/* even when no event told of the exit */
+	proc(10)->alive = false;
+	spawn(10, (struct image){ .err = -EPERM });
+	discover__tick(d, 210 * SEC);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_PERMISSION], 3);
+	discover__tick(d, 240 * SEC);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_PERMISSION], 3);
+	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_UNSUPPORTED], 1);
+	discover__free(d);
+}
+
 static void test_named_pid_without_room_says_so(void **state)
 {
 	struct discover *d = new_discover((struct discover_opts){ 0 });
@@ -1199,6 +1238,7 @@ int main(void)
 		T(test_all_takes_every_python_process_and_rescans_after_30_s),
 		T(test_all_scan_that_cannot_list_processes_fails),
 		T(test_skipped_processes_are_counted_by_reason),
+		T(test_skipped_process_is_counted_once_across_rescans),
 		T(test_named_pid_without_room_says_so),
 		T(test_tick_retries_every_due_process_once_while_some_become_targets),
 		T(test_processes_that_come_and_go_leave_no_state),
