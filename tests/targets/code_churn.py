@@ -8,10 +8,11 @@ short-lived processes come and go all the time.
   each copy runs busily for about a millisecond. The copies replace a random one of the
   last RING copies, so addresses are freed and reused in an order that does not repeat:
   each copy has its own line-table object (and on 3.12+ its own co_version), so nearly
-  every copy is a (code address, tag) pair pywalk has not seen. --names bounded (default) rotates the copies through a few
-  names, so the profile itself (functions, lines, stacks) stays small and what grows is
-  only what pywalk caches; --names unique gives every copy a new name, so the profile
-  grows by one function per sampled copy; --names none turns code churn off.
+  every copy is a (code address, tag) pair pywalk has not seen. --names bounded (the
+  default) rotates the copies through four names, so the profile itself (functions,
+  lines, stacks) stays small and what grows is only what pywalk caches; --names unique
+  gives every copy a new name, so the profile grows by one function per sampled copy;
+  --names none turns code churn off.
 * Process churn (a thread): --children N starts about N short Python processes a second
   (python -c: a few milliseconds of work, then exit) and --forks N forks about N
   children a second that run the same code for a few milliseconds and _exit.

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-/* ---- the arena and the sampler's read hook ------------------------------------------------ */
+/* ---- the arena and the sampler's read hook ------------------------------------------- */
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define ARENA_SIZE (1 << 20)
@@ -82,7 +82,7 @@ static void hole(uint64_t addr, size_t size)
 	holes[nholes++].end = addr + size;
 }
 
-/* ---- CPython objects under one version's layout --------------------------------------------- */
+/* ---- CPython objects under one version's layout -------------------------------------- */
 
 #define CODE_TYPE 0x7f0000001000ull /* "PyCode_Type" */
 #define STR_TYPE 0x7f0000002000ull
@@ -197,7 +197,8 @@ static size_t line_table_step(uint8_t *out, size_t units, unsigned int step)
 	assert_true(step <= 2);
 	for (size_t i = 0; i < units; i++) {
 		if (ver.obj.lt_format == LINETABLE_LOCATION) {
-			out[n++] = 0x80 | (10 + step) << 3; /* entry start, ONE_LINE<step>, 1 unit */
+			/* entry start, ONE_LINE<step>, 1 code unit */
+			out[n++] = 0x80 | (10 + step) << 3;
 			out[n++] = 1;			     /* start column */
 			out[n++] = 2;			     /* end column */
 		} else {
@@ -252,7 +253,7 @@ static uint32_t sample_tag(uint64_t co)
 	return pw_code_tag(words, o->code_tag_mask, name);
 }
 
-/* ---- capture -> record -> symbol ------------------------------------------------------------- */
+/* ---- capture -> record -> symbol ----------------------------------------------------- */
 
 static uint8_t rec[PW_CODE_REC_BUF];
 
@@ -307,7 +308,7 @@ static const char *file_of(const struct symtab *st, int64_t h)
 	return symtab__func_file(st, symtab__func(st, h));
 }
 
-/* ---- tests ------------------------------------------------------------------------------------- */
+/* ---- tests --------------------------------------------------------------------------- */
 
 static void test_record_of_ascii_names_copies_header_names_and_line_table(void **state)
 {

@@ -21,7 +21,7 @@
 #define MS (1000000ull)
 #define SEC (1000 * MS)
 
-/* ---- the fake host ---------------------------------------------------------------------- */
+/* ---- the fake host ------------------------------------------------------------------- */
 
 /* What a program image looks like to inspection. */
 struct image {
@@ -34,7 +34,8 @@ struct image {
 static const struct image PY311 = { .minor = 11 };
 static const struct image PY312 = { .minor = 12 };
 static const struct image SHELL = { .err = -ENOEXEC };
-static const struct image LOADING = { .err = -ENOEXEC, .later = true }; /* before ld.so maps libpython */
+/* before the dynamic loader maps libpython */
+static const struct image LOADING = { .err = -ENOEXEC, .later = true };
 
 /* Something that happens between inspection and attach (the windows discovery guards). */
 enum race {
@@ -328,7 +329,7 @@ static struct discover *new_discover(struct discover_opts opts)
 	return d;
 }
 
-/* ---- events, as the kernel side writes them --------------------------------------------- */
+/* ---- events, as the kernel side writes them ------------------------------------------ */
 
 static void deliver(struct discover *d, struct pw_proc_rec r, uint64_t now)
 {
@@ -423,7 +424,7 @@ static const struct discover_stats *stats(const struct discover *d)
 	return discover__stats(d);
 }
 
-/* ---- named PIDs --------------------------------------------------------------------------- */
+/* ---- named PIDs ---------------------------------------------------------------------- */
 
 static void test_named_python_pid_becomes_a_target_whose_execs_are_followed(void **state)
 {
@@ -499,7 +500,7 @@ static void test_named_pid_that_is_gone_is_an_error_and_not_counted_as_a_skip(vo
 	discover__free(d);
 }
 
-/* ---- fork ------------------------------------------------------------------------------------ */
+/* ---- fork ---------------------------------------------------------------------------- */
 
 static void test_fork_child_of_a_target_inherits_its_config_with_the_kernel_id(void **state)
 {
@@ -619,7 +620,7 @@ static void test_fork_child_that_exited_at_once_is_detached_not_a_target(void **
 	discover__free(d);
 }
 
-/* ---- exec ------------------------------------------------------------------------------------ */
+/* ---- exec ---------------------------------------------------------------------------- */
 
 static void test_exec_of_a_target_ends_it_and_a_python_image_gets_a_new_id(void **state)
 {
@@ -787,7 +788,7 @@ static void test_unreadable_interpreter_is_retried_soon_and_not_counted(void **s
 	discover__free(d);
 }
 
-/* ---- exit and PID reuse ------------------------------------------------------------------- */
+/* ---- exit and PID reuse -------------------------------------------------------------- */
 
 static void test_exit_ends_the_target_and_drops_its_watch(void **state)
 {
@@ -943,7 +944,7 @@ static void test_exec_recorded_before_the_inspection_keeps_the_target(void **sta
 	discover__free(d);
 }
 
-/* ---- a launched command --------------------------------------------------------------------- */
+/* ---- a launched command -------------------------------------------------------------- */
 
 static void test_launched_shell_keeps_its_children_followed(void **state)
 {
@@ -1012,7 +1013,7 @@ static void test_launched_python_found_on_a_retry_follows_only_its_own_execs(voi
 	discover__free(d);
 }
 
-/* ---- --all ------------------------------------------------------------------------------------ */
+/* ---- --all --------------------------------------------------------------------------- */
 
 static void test_all_takes_every_python_process_and_rescans_after_30_s(void **state)
 {
@@ -1077,7 +1078,8 @@ static void test_skipped_processes_are_counted_by_reason(void **state)
 	assert_int_equal(stats(d)->skipped[DISCOVER_SKIP_ERROR], 2);
 	assert_int_equal(discover__nactive(d), 1);
 	assert_int_equal(discover__nwatched(d), 0);
-	assert_string_equal(discover_skip_label(DISCOVER_SKIP_FREE_THREADED), "free-threaded build");
+	assert_string_equal(discover_skip_label(DISCOVER_SKIP_FREE_THREADED),
+			    "free-threaded build");
 	assert_string_equal(discover_skip_label(DISCOVER_SKIP__COUNT), "?");
 	assert_kernel_agrees(d);
 	discover__free(d);
@@ -1161,7 +1163,7 @@ static void test_tick_retries_every_due_process_once_while_some_become_targets(v
 	discover__free(d);
 }
 
-/* ---- memory follows the processes alive ------------------------------------------------ */
+/* ---- memory follows the processes alive ---------------------------------------------- */
 
 static void test_processes_that_come_and_go_leave_no_state(void **state)
 {

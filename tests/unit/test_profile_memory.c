@@ -42,7 +42,7 @@ static void sample(struct fx *fx, const uint8_t *co)
 	assert_int_equal(profile__add_record(fx->p, &r, sizeof(r)), 0);
 }
 
-static void test_new_code_objects_all_the_time_keep_the_profile_within_its_budget(void **state)
+static void test_new_code_objects_all_the_time_keep_the_profile_in_budget(void **state)
 {
 	struct fx *fx = fx_new(&(struct profile_opts){ .symtab_bytes = BUDGET }, "proc");
 	uint8_t *codes = calloc(NCODES, FX_CO_SIZE);
@@ -74,7 +74,7 @@ static void test_new_code_objects_all_the_time_keep_the_profile_within_its_budge
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_code_objects_all_the_time_keep_the_profile_within_its_budget),
+		cmocka_unit_test(test_new_code_objects_all_the_time_keep_the_profile_in_budget),
 	};
 
 	return cmocka_run_group_tests_name("profile_memory", tests, NULL, NULL);

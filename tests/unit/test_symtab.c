@@ -146,7 +146,7 @@ static void test_str_length_after_state_is_read(void **state)
 	symtab__free(st);
 }
 
-/* ---- the code-object cache's byte budget -------------------------------------------------- */
+/* ---- the code-object cache's byte budget --------------------------------------------- */
 
 /* A bytes object holding a location table of `units` one-code-unit entries (ONE_LINE1, 3
  * bytes each): instruction i is on line firstlineno + i + 1. */
