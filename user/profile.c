@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "htab.h"
+#include "intern.h"
 #include "proc.h"
 #include "profile.h"
 #include "util.h"
@@ -48,23 +48,51 @@ struct profile {
 	struct symtab *symtab;
 	struct agg *agg;
 
-	struct proc *procs;
-	size_t nprocs, procs_cap;
-	struct htab proc_index; /* by target id */
-	size_t nsampled;	/* processes with samples */
-
-	struct thread_name *threads;
-	size_t nthreads, threads_cap;
-	struct htab thread_index;
-
-	struct frame_cache_entry *fcache;
-	size_t nfcache, fcache_cap, fcache_max;
-	struct htab fcache_index;
+	struct intern procs;   /* struct proc, by target id */
+	size_t nsampled;       /* processes with samples */
+	struct intern threads; /* struct thread_name, by (proc, tid) */
+	struct intern fcache;  /* struct frame_cache_entry, by (sym, instr) */
+	size_t fcache_max;
 
 	uint32_t ids[PW_MAX_FRAMES_CAP];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
 };
+
+struct thread_key {
+	uint32_t proc, tid;
+};
+
+struct fcache_key {
+	int64_t sym;
+	uint32_t instr;
+};
+
+static bool proc_eq(const void *item, const void *key)
+{
+	return ((const struct proc *)item)->shown.target == *(const uint32_t *)key;
+}
+
+static bool thread_eq(const void *item, const void *key)
+{
+	const struct thread_name *t = item;
+	const struct thread_key *k = key;
+
+	return t->proc == k->proc && t->tid == k->tid;
+}
+
+static bool fcache_eq(const void *item, const void *key)
+{
+	const struct frame_cache_entry *e = item;
+	const struct fcache_key *k = key;
+
+	return e->sym == k->sym && e->instr == k->instr;
+}
+
+static struct proc *proc_at(const struct profile *p, size_t i)
+{
+	return intern_at(&p->procs, i);
+}
 
 struct profile *profile__new(const struct profile_opts *opts)
 {
@@ -73,6 +101,9 @@ struct profile *profile__new(const struct profile_opts *opts)
 	if (!p)
 		return NULL;
 	p->opts = *opts;
+	p->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
+	p->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
+	p->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
 	p->symtab = symtab__new(opts->symtab_bytes);
 	p->agg = agg__new();
 	if (!p->symtab || !p->agg) {
@@ -89,46 +120,25 @@ void profile__free(struct profile *p)
 		return;
 	symtab__free(p->symtab);
 	agg__free(p->agg);
-	free(p->procs);
-	htab_free(&p->proc_index);
-	free(p->threads);
-	htab_free(&p->thread_index);
-	free(p->fcache);
-	htab_free(&p->fcache_index);
+	intern_free(&p->procs);
+	intern_free(&p->threads);
+	intern_free(&p->fcache);
 	free(p);
-}
-
-static bool proc_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct profile *p = ctx;
-
-	return p->procs[id].shown.target == *(const uint32_t *)key;
 }
 
 /* Index of the process with target id `target`, or -1. */
 static int64_t proc_index(const struct profile *p, uint32_t target)
 {
-	uint32_t id;
-
-	if (!htab_find(&p->proc_index, hash_mix64(target), proc_eq, &target, (void *)p, &id))
-		return -1;
-	return id;
+	return intern_find(&p->procs, hash_mix64(target), &target);
 }
 
 int profile__add_target(struct profile *p, const struct target *t)
 {
-	struct proc *pr;
-	int err;
+	struct proc new = { 0 }, *pr = &new;
+	int64_t id;
 
 	if (proc_index(p, t->id) >= 0)
 		return 0;
-	err = grow_array((void **)&p->procs, &p->procs_cap, p->nprocs + 1, sizeof(*p->procs));
-	if (!err)
-		err = htab_insert(&p->proc_index, hash_mix64(t->id), (uint32_t)p->nprocs);
-	if (err)
-		return err;
-	pr = &p->procs[p->nprocs++];
-	memset(pr, 0, sizeof(*pr));
 	pr->shown.target = t->id;
 	pr->shown.pid = t->pid;
 	pr->shown.nspid = t->nspid ? t->nspid : t->pid;
@@ -138,16 +148,17 @@ int profile__add_target(struct profile *p, const struct target *t)
 		 t->ver.minor, t->ver.micro);
 	pr->code_type = t->code_type;
 	pr->lay = t->ver.obj;
-	return 0;
+	id = intern_add(&p->procs, hash_mix64(t->id), pr);
+	return id < 0 ? (int)id : 0;
 }
 
 void profile__target_gone(struct profile *p, uint32_t id)
 {
 	int64_t i = proc_index(p, id);
 
-	if (i < 0 || p->procs[i].shown.gone)
+	if (i < 0 || proc_at(p, (size_t)i)->shown.gone)
 		return;
-	p->procs[i].shown.gone = true;
+	proc_at(p, (size_t)i)->shown.gone = true;
 	symtab__forget_target(p->symtab, id);
 }
 
@@ -157,53 +168,19 @@ static struct symtab_target symtab_target_of(const struct proc *pr)
 				       .code_type = pr->code_type, .lay = &pr->lay };
 }
 
-struct thread_key {
-	uint32_t proc, tid;
-};
-
-static bool thread_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct profile *p = ctx;
-	const struct thread_key *k = key;
-
-	return p->threads[id].proc == k->proc && p->threads[id].tid == k->tid;
-}
-
 static int note_thread(struct profile *p, uint32_t proc, uint32_t tid)
 {
 	struct thread_key k = { proc, tid };
 	uint64_t hash = hash_mix64((uint64_t)proc << 32 | tid);
-	struct thread_name *t;
-	uint32_t id;
-	int err;
+	struct thread_name t = { .proc = proc, .tid = tid };
+	int64_t id;
 
-	if (htab_find(&p->thread_index, hash, thread_eq, &k, p, &id))
+	if (intern_find(&p->threads, hash, &k) >= 0)
 		return 0;
-	err = grow_array((void **)&p->threads, &p->threads_cap, p->nthreads + 1,
-			 sizeof(*p->threads));
-	if (!err)
-		err = htab_insert(&p->thread_index, hash, (uint32_t)p->nthreads);
-	if (err)
-		return err;
-	t = &p->threads[p->nthreads++];
-	t->proc = proc;
-	t->tid = tid;
-	if (proc_read_comm(p->procs[proc].shown.pid, tid, t->comm, sizeof(t->comm)) || !t->comm[0])
-		strcpy(t->comm, "?");
-	return 0;
-}
-
-struct fcache_key {
-	int64_t sym;
-	uint32_t instr;
-};
-
-static bool fcache_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct profile *p = ctx;
-	const struct fcache_key *k = key;
-
-	return p->fcache[id].sym == k->sym && p->fcache[id].instr == k->instr;
+	if (proc_read_comm(proc_at(p, proc)->shown.pid, tid, t.comm, sizeof(t.comm)) || !t.comm[0])
+		strcpy(t.comm, "?");
+	id = intern_add(&p->threads, hash, &t);
+	return id < 0 ? (int)id : 0;
 }
 
 /* agg frame id for (sym, instr), or a negative errno */
@@ -211,28 +188,21 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 {
 	struct fcache_key k = { sym, instr };
 	uint64_t hash = hash_mix64((uint64_t)sym * 0x9e3779b97f4a7c15ull ^ instr);
-	uint32_t id;
-	int64_t fid;
-	int err;
+	struct frame_cache_entry e;
+	int64_t id = intern_find(&p->fcache, hash, &k), fid;
 
-	if (htab_find(&p->fcache_index, hash, fcache_eq, &k, p, &id))
-		return p->fcache[id].frame_id;
+	if (id >= 0)
+		return ((const struct frame_cache_entry *)intern_at(&p->fcache, (size_t)id))->frame_id;
 	fid = agg__frame_id(p->agg, symtab__func(p->symtab, sym),
 			    symtab__line(p->symtab, sym, instr));
 	if (fid < 0)
 		return fid;
-	if (p->nfcache >= p->fcache_max) {
-		/* a cache, not the profile: starting over costs only lookups */
-		p->nfcache = 0;
-		htab_free(&p->fcache_index);
-	}
-	err = grow_array((void **)&p->fcache, &p->fcache_cap, p->nfcache + 1, sizeof(*p->fcache));
-	if (!err)
-		err = htab_insert(&p->fcache_index, hash, (uint32_t)p->nfcache);
-	if (err)
-		return err;
-	p->fcache[p->nfcache++] = (struct frame_cache_entry){ sym, instr, (uint32_t)fid };
-	return fid;
+	/* a cache, not the profile: starting over costs only lookups */
+	if (intern_count(&p->fcache) >= p->fcache_max)
+		intern_clear(&p->fcache);
+	e = (struct frame_cache_entry){ sym, instr, (uint32_t)fid };
+	id = intern_add(&p->fcache, hash, &e);
+	return id < 0 ? id : fid;
 }
 
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
@@ -249,11 +219,11 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		return 0;
 	}
 	proc = proc_index(p, h->target);
-	if (proc < 0 || p->procs[proc].shown.pid != (pid_t)h->pid) {
+	if (proc < 0 || proc_at(p, (size_t)proc)->shown.pid != (pid_t)h->pid) {
 		p->drops.unknown_pid++;
 		return 0;
 	}
-	st = symtab_target_of(&p->procs[proc]);
+	st = symtab_target_of(proc_at(p, (size_t)proc));
 	frames = (const struct pw_frame *)(h + 1);
 	/* the record is leaf first; stacks are interned root first */
 	for (uint32_t i = h->nframes; i-- > 0;) {
@@ -283,9 +253,9 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	err = note_thread(p, (uint32_t)proc, h->tid);
 	if (err)
 		return err;
-	if (!p->procs[proc].sampled) {
+	if (!proc_at(p, (size_t)proc)->sampled) {
 		/* the second process with samples: outputs tell processes apart from now on */
-		p->procs[proc].sampled = true;
+		proc_at(p, (size_t)proc)->sampled = true;
 		p->nsampled++;
 		if (p->nsampled > 1)
 			p->opts.by_process = true;
@@ -299,9 +269,9 @@ static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
 	struct symtab_target st;
 	int err;
 
-	if (proc < 0 || p->procs[proc].shown.gone)
+	if (proc < 0 || proc_at(p, (size_t)proc)->shown.gone)
 		return 0; /* a sample that needs it is counted when it comes */
-	st = symtab_target_of(&p->procs[proc]);
+	st = symtab_target_of(proc_at(p, (size_t)proc));
 	err = symtab__add_record(p->symtab, &st, h, size);
 	return err == -ENOMEM ? err : 0;
 }
@@ -395,25 +365,21 @@ uint64_t profile__dropped(const struct profile *p)
 
 const struct profile_process *profile__process(const struct profile *p, uint32_t proc)
 {
-	return proc < p->nprocs ? &p->procs[proc].shown : NULL;
+	return proc < intern_count(&p->procs) ? &proc_at(p, proc)->shown : NULL;
 }
 
 size_t profile__nprocesses(const struct profile *p)
 {
-	return p->nprocs;
+	return intern_count(&p->procs);
 }
 
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
 {
 	struct thread_key k = { proc, tid };
-	uint32_t id;
+	int64_t id = intern_find(&p->threads, hash_mix64((uint64_t)proc << 32 | tid), &k);
 
-	if (htab_find(&p->thread_index, hash_mix64((uint64_t)proc << 32 | tid), thread_eq, &k,
-		      (void *)p, &id))
-		return p->threads[id].comm;
-	return "?";
+	return id >= 0 ? ((const struct thread_name *)intern_at(&p->threads, (size_t)id))->comm : "?";
 }
-
 
 const struct symtab_stats *profile__symtab_stats(const struct profile *p)
 {

@@ -10,8 +10,10 @@
 
 #include "escape.h"
 #include "htab.h"
+#include "intern.h"
 #include "linetable.h"
 #include "proc.h"
+#include "strtab.h"
 #include "symtab.h"
 #include "tag.h"
 #include "util.h"
@@ -19,7 +21,8 @@
 #define NONE UINT32_MAX
 
 struct func {
-	char *name, *file;
+	char *name;    /* owned */
+	uint32_t file; /* in `files`: a module's functions share their path */
 	int firstline;
 };
 
@@ -38,9 +41,8 @@ struct code {
 };
 
 struct symtab {
-	struct func *funcs;
-	size_t nfuncs, funcs_cap;
-	struct htab func_index;
+	struct intern funcs;  /* struct func, by (name, file) */
+	struct strtab *files; /* file paths */
 	size_t func_bytes;
 
 	struct code *codes;
@@ -55,6 +57,26 @@ struct symtab {
 
 static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline);
 
+struct func_key {
+	const char *name;
+	uint32_t file;
+};
+
+static bool func_eq(const void *item, const void *key)
+{
+	const struct func *f = item;
+	const struct func_key *k = key;
+
+	return f->file == k->file && !strcmp(f->name, k->name);
+}
+
+static uint64_t func_hash(const struct func_key *k)
+{
+	return hash_bytes(k->name, strlen(k->name), hash_mix64(k->file));
+}
+
+static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline);
+
 struct symtab *symtab__new(size_t budget_bytes)
 {
 	struct symtab *st = calloc(1, sizeof(*st));
@@ -62,6 +84,12 @@ struct symtab *symtab__new(size_t budget_bytes)
 
 	if (!st)
 		return NULL;
+	st->funcs = (struct intern)INTERN_INIT(struct func, func_eq);
+	st->files = strtab__new();
+	if (!st->files) {
+		free(st);
+		return NULL;
+	}
 	st->budget = budget_bytes ? budget_bytes : SYMTAB_DEFAULT_BUDGET;
 	st->lru_head = st->lru_tail = st->free_head = NONE;
 	/* function id 0 is no function: what the accessors give for a handle whose entry is
@@ -85,15 +113,13 @@ void symtab__free(struct symtab *st)
 {
 	if (!st)
 		return;
-	for (size_t i = 0; i < st->nfuncs; i++) {
-		free(st->funcs[i].name);
-		free(st->funcs[i].file);
-	}
+	for (size_t i = 0; i < intern_count(&st->funcs); i++)
+		free(((struct func *)intern_at(&st->funcs, i))->name);
 	for (size_t i = 0; i < st->ncodes; i++)
 		free(st->codes[i].linetable);
-	free(st->funcs);
+	intern_free(&st->funcs);
+	strtab__free(st->files);
 	free(st->codes);
-	htab_free(&st->func_index);
 	htab_free(&st->code_index);
 	free(st);
 }
@@ -245,42 +271,30 @@ static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, 
 	return 0;
 }
 
-struct func_key {
-	const char *name, *file;
-};
-
-static bool func_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct symtab *st = ctx;
-	const struct func_key *k = key;
-
-	return !strcmp(st->funcs[id].name, k->name) && !strcmp(st->funcs[id].file, k->file);
-}
-
 /* Intern (name, file); takes ownership of both strings. Returns the id or -ENOMEM. */
 static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline)
 {
-	struct func_key k = { name, file };
-	uint64_t hash = hash_bytes(name, strlen(name), hash_bytes(file, strlen(file), 0));
-	uint32_t id;
-	int err;
+	int64_t file_id = strtab__intern(st->files, file), id;
+	struct func_key k = { name, (uint32_t)file_id };
+	struct func f;
 
-	if (htab_find(&st->func_index, hash, func_eq, &k, st, &id)) {
+	free(file);
+	if (file_id < 0) {
 		free(name);
-		free(file);
+		return file_id;
+	}
+	id = intern_find(&st->funcs, func_hash(&k), &k);
+	if (id >= 0) {
+		free(name);
 		return id;
 	}
-	err = grow_array((void **)&st->funcs, &st->funcs_cap, st->nfuncs + 1, sizeof(*st->funcs));
-	if (!err)
-		err = htab_insert(&st->func_index, hash, (uint32_t)st->nfuncs);
-	if (err) {
+	f = (struct func){ .name = name, .file = (uint32_t)file_id, .firstline = firstline };
+	id = intern_add(&st->funcs, func_hash(&k), &f);
+	if (id < 0)
 		free(name);
-		free(file);
-		return err;
-	}
-	st->func_bytes += strlen(name) + strlen(file) + 2 + sizeof(struct func);
-	st->funcs[st->nfuncs] = (struct func){ .name = name, .file = file, .firstline = firstline };
-	return (int64_t)st->nfuncs++;
+	else
+		st->func_bytes += strlen(name) + 1 + sizeof(struct func);
+	return id;
 }
 
 static uint64_t load_ptr(const uint8_t *buf, uint16_t off)
@@ -664,24 +678,35 @@ int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr)
 	return line > 0 ? line : c->firstlineno;
 }
 
+static const struct func *func_at(const struct symtab *st, uint32_t func)
+{
+	return func < intern_count(&st->funcs) ? intern_at(&st->funcs, func) : NULL;
+}
+
 const char *symtab__func_name(const struct symtab *st, uint32_t func)
 {
-	return func < st->nfuncs ? st->funcs[func].name : "?";
+	const struct func *f = func_at(st, func);
+
+	return f ? f->name : "?";
 }
 
 const char *symtab__func_file(const struct symtab *st, uint32_t func)
 {
-	return func < st->nfuncs ? st->funcs[func].file : "?";
+	const struct func *f = func_at(st, func);
+
+	return f ? strtab__get(st->files, f->file) : "?";
 }
 
 int symtab__func_firstline(const struct symtab *st, uint32_t func)
 {
-	return func < st->nfuncs ? st->funcs[func].firstline : 0;
+	const struct func *f = func_at(st, func);
+
+	return f ? f->firstline : 0;
 }
 
 size_t symtab__nfuncs(const struct symtab *st)
 {
-	return st->nfuncs;
+	return intern_count(&st->funcs);
 }
 
 void symtab__forget_target(struct symtab *st, uint32_t target)
@@ -697,7 +722,9 @@ const struct symtab_stats *symtab__stats(const struct symtab *st)
 
 	s->bytes = st->code_bytes + htab_bytes(&st->code_index);
 	s->budget = st->budget;
-	s->func_bytes = st->func_bytes + htab_bytes(&st->func_index);
+	s->func_bytes = st->func_bytes + intern_bytes(&st->funcs);
+	for (size_t i = 0; i < strtab__count(st->files); i++)
+		s->func_bytes += strlen(strtab__get(st->files, i)) + 1 + sizeof(char *);
 	s->entries = st->nlive;
 	return s;
 }

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
-#include "htab.h"
+#include "intern.h"
 #include "proc.h"
 #include "target.h"
 #include "util.h"
@@ -32,30 +32,29 @@ struct file_entry {
 };
 
 struct target_cache {
-	struct file_entry *files;
-	size_t n, cap;
-	struct htab index;
+	struct intern files; /* struct file_entry, by struct file_key */
 };
+
+static bool file_eq(const void *item, const void *key)
+{
+	return !memcmp(&((const struct file_entry *)item)->key, key, sizeof(struct file_key));
+}
 
 struct target_cache *target_cache__new(void)
 {
-	return calloc(1, sizeof(struct target_cache));
+	struct target_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->files = (struct intern)INTERN_INIT(struct file_entry, file_eq);
+	return c;
 }
 
 void target_cache__free(struct target_cache *c)
 {
 	if (!c)
 		return;
-	free(c->files);
-	htab_free(&c->index);
+	intern_free(&c->files);
 	free(c);
-}
-
-static bool file_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct target_cache *c = ctx;
-
-	return !memcmp(&c->files[id].key, key, sizeof(struct file_key));
 }
 
 /* What the file open (O_PATH) on `pfd` holds: from the cache, else parsed. */
@@ -64,7 +63,7 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 	struct file_key k;
 	struct stat st;
 	uint64_t hash;
-	uint32_t id;
+	int64_t id;
 	int fd, err;
 
 	if (fstat(pfd, &st))
@@ -74,9 +73,12 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 			       .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
 					   st.st_mtim.tv_nsec };
 	hash = hash_bytes(&k, sizeof(k), 0);
-	if (c && htab_find(&c->index, hash, file_eq, &k, c, &id)) {
-		*info = c->files[id].info;
-		return c->files[id].err;
+	id = c ? intern_find(&c->files, hash, &k) : -1;
+	if (id >= 0) {
+		const struct file_entry *e = intern_at(&c->files, (size_t)id);
+
+		*info = e->info;
+		return e->err;
 	}
 	fd = proc_reopen_for_reading(pfd);
 	if (fd < 0)
@@ -85,13 +87,10 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 	close(fd);
 	if (!c || err == -ENOMEM)
 		return err;
-	if (c->n >= CACHE_MAX_FILES) {
-		c->n = 0;
-		htab_free(&c->index);
-	}
-	if (!grow_array((void **)&c->files, &c->cap, c->n + 1, sizeof(*c->files)) &&
-	    !htab_insert(&c->index, hash, (uint32_t)c->n))
-		c->files[c->n++] = (struct file_entry){ .key = k, .err = err, .info = *info };
+	if (intern_count(&c->files) >= CACHE_MAX_FILES)
+		intern_clear(&c->files);
+	/* failing to remember is not failing to inspect */
+	intern_add(&c->files, hash, &(struct file_entry){ .key = k, .err = err, .info = *info });
 	return err;
 }
 

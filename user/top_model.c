@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "htab.h"
+#include "intern.h"
 #include "top_model.h"
 #include "util.h"
 
@@ -27,9 +27,7 @@ struct slot_key {
 struct top_model {
 	bool per_process;
 
-	struct slot *slots;
-	size_t nslots, slots_cap;
-	struct htab index; /* slot key -> slot */
+	struct intern slots; /* struct slot, by struct slot_key */
 
 	uint64_t *seen; /* per agg stack index: its count at the previous update */
 	size_t nseen, seen_cap;
@@ -41,12 +39,22 @@ struct top_model {
 	size_t nrows, rows_cap;
 };
 
+static bool slot_eq(const void *item, const void *key)
+{
+	const struct slot *sl = item;
+	const struct slot_key *k = key;
+
+	return sl->proc == k->proc && sl->func == k->func;
+}
+
 struct top_model *top_model__new(bool per_process)
 {
 	struct top_model *m = calloc(1, sizeof(struct top_model));
 
-	if (m)
+	if (m) {
 		m->per_process = per_process;
+		m->slots = (struct intern)INTERN_INIT(struct slot, slot_eq);
+	}
 	return m;
 }
 
@@ -59,8 +67,7 @@ void top_model__free(struct top_model *m)
 {
 	if (!m)
 		return;
-	free(m->slots);
-	htab_free(&m->index);
+	intern_free(&m->slots);
 	free(m->seen);
 	free(m->rows);
 	free(m);
@@ -69,14 +76,6 @@ void top_model__free(struct top_model *m)
 static uint64_t key_hash(const struct slot_key *k)
 {
 	return hash_mix64((uint64_t)k->proc << 32 | k->func);
-}
-
-static bool slot_eq(uint32_t id, const void *key, void *ctx)
-{
-	const struct top_model *m = ctx;
-	const struct slot_key *k = key;
-
-	return m->slots[id].proc == k->proc && m->slots[id].func == k->func;
 }
 
 /* The key of frame `id` of stack `s`: the process counts only when rows are per process. */
@@ -90,10 +89,9 @@ static struct slot_key frame_key(const struct top_model *m, const struct agg *ag
 /* The slot of `k`, which must have one (make_slots ran over its stack). */
 static struct slot *slot_of(struct top_model *m, const struct slot_key *k)
 {
-	uint32_t id = 0;
+	int64_t id = intern_find(&m->slots, key_hash(k), k);
 
-	htab_find(&m->index, key_hash(k), slot_eq, k, m, &id);
-	return &m->slots[id];
+	return intern_at(&m->slots, id >= 0 ? (size_t)id : 0);
 }
 
 /* Give every key of `s`'s frames a zeroed slot. A failure leaves only unused zero slots
@@ -101,25 +99,14 @@ static struct slot *slot_of(struct top_model *m, const struct slot_key *k)
 static int make_slots(struct top_model *m, const struct agg *agg, const struct agg_stack *s)
 {
 	const uint32_t *ids = agg__stack_frames(agg, s);
-	uint32_t id;
-	int err;
 
 	for (uint32_t j = 0; j < s->nframes; j++) {
 		struct slot_key k = frame_key(m, agg, s, ids[j]);
-		uint64_t h = key_hash(&k);
+		struct slot fresh = { .proc = k.proc, .func = k.func };
+		int64_t id = intern_put(&m->slots, key_hash(&k), &k, &fresh, NULL);
 
-		if (htab_find(&m->index, h, slot_eq, &k, m, &id))
-			continue;
-		if (m->nslots >= UINT32_MAX)
+		if (id < 0)
 			return -ENOMEM;
-		err = grow_array((void **)&m->slots, &m->slots_cap, m->nslots + 1,
-				 sizeof(*m->slots));
-		if (err)
-			return err;
-		err = htab_insert(&m->index, h, (uint32_t)m->nslots);
-		if (err)
-			return err;
-		m->slots[m->nslots++] = (struct slot){ .proc = k.proc, .func = k.func };
 	}
 	return 0;
 }
@@ -146,8 +133,11 @@ int top_model__update(struct top_model *m, const struct agg *agg)
 	if (err)
 		return err;
 
-	for (size_t i = 0; i < m->nslots; i++)
-		m->slots[i].own_iv = m->slots[i].total_iv = 0;
+	for (size_t i = 0; i < intern_count(&m->slots); i++) {
+		struct slot *sl = intern_at(&m->slots, i);
+
+		sl->own_iv = sl->total_iv = 0;
+	}
 	m->samples_iv = 0;
 
 	for (size_t i = 0; i < nstacks; i++) {
@@ -176,9 +166,11 @@ int top_model__update(struct top_model *m, const struct agg *agg)
 			sl->own_iv += d;
 	}
 
-	for (size_t i = 0; i < m->nslots; i++) {
-		m->slots[i].own_run += m->slots[i].own_iv;
-		m->slots[i].total_run += m->slots[i].total_iv;
+	for (size_t i = 0; i < intern_count(&m->slots); i++) {
+		struct slot *sl = intern_at(&m->slots, i);
+
+		sl->own_run += sl->own_iv;
+		sl->total_run += sl->total_iv;
 	}
 	m->samples_run += m->samples_iv;
 	return 0;
@@ -274,13 +266,14 @@ int top_model__rank(struct top_model *m, bool cumulative, enum top_sort key, boo
 	struct rank_ctx ctx = { .key = key, .reverse = reverse, .names = names };
 	int err;
 
-	err = grow_array((void **)&m->rows, &m->rows_cap, m->nslots ? m->nslots : 1,
+	err = grow_array((void **)&m->rows, &m->rows_cap,
+			 intern_count(&m->slots) ? intern_count(&m->slots) : 1,
 			 sizeof(*m->rows));
 	if (err)
 		return err;
 	m->nrows = 0;
-	for (size_t i = 0; i < m->nslots; i++) {
-		const struct slot *sl = &m->slots[i];
+	for (size_t i = 0; i < intern_count(&m->slots); i++) {
+		const struct slot *sl = intern_at(&m->slots, i);
 		uint64_t total = cumulative ? sl->total_run : sl->total_iv;
 
 		/* own <= total always: a leaf is also on the stack */
