@@ -9,7 +9,7 @@ pw_bench_goal := $(.DEFAULT_GOAL)
 
 BENCH_BIN := $(O)/bench/pwbench
 # only the modules pwbench uses (target discovery and offsets), so it links on its own
-BENCH_LIB_OBJS := $(patsubst %,$(O)/user/%.o,target proc elfinfo pyver util htab)
+BENCH_LIB_OBJS := $(patsubst %,$(O)/user/%.o,target proc elfinfo pyver util htab intern)
 
 .PHONY: bench-tools
 bench-tools: $(BENCH_BIN)
