@@ -3,6 +3,8 @@
 #ifndef PW_OUT_H
 #define PW_OUT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "profile.h"
@@ -24,5 +26,17 @@ int out_folded_write(FILE *f, const struct profile *p);
 int out_html_write(FILE *f, const struct profile *p);
 int out_speedscope_write(FILE *f, const struct profile *p);
 int out_pprof_write(FILE *f, const struct profile *p);
+
+/* pprof of part of a profile, for the agent: only the stacks of process `proc` (an agg
+ * stack's proc; -1: all; and of PID `pid` when > 0); `fleet` names the thread label thread_id (as fleet back ends
+ * do) instead of tid; `labels` are added to every sample (key, value pairs). */
+struct out_pprof_opts {
+	int64_t proc;
+	int64_t pid; /* > 0: only the stacks of processes with this PID */
+	bool fleet;
+	const char *(*labels)[2];
+	size_t nlabels;
+};
+int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o);
 
 #endif

@@ -51,6 +51,8 @@ enum {
 
 struct pprof {
 	const struct profile *p;
+	const struct out_pprof_opts *o;
+	uint8_t *used; /* agg frames the samples written use */
 	struct strtab *strs; /* string_table: index 0 must be "" */
 	struct strbuf out;   /* the Profile message */
 	struct strbuf msg;   /* scratch: one nested message */
@@ -131,9 +133,14 @@ static int put_samples(struct pprof *pp)
 		const uint32_t *frames = agg__stack_frames(agg, s);
 		uint64_t values[2] = { s->count, s->count * period_ns };
 
+		if ((pp->o->proc >= 0 && s->proc != (uint32_t)pp->o->proc) ||
+		    (pp->o->pid > 0 && s->pid != (uint64_t)pp->o->pid))
+			continue;
 		/* pprof lists locations leaf first; agg keeps stacks root first */
-		for (uint32_t j = 0; j < s->nframes; j++)
+		for (uint32_t j = 0; j < s->nframes; j++) {
 			pp->ids[j] = (uint64_t)frames[s->nframes - 1 - j] + 1;
+			pp->used[frames[j]] = 1;
+		}
 		strbuf_reset(&pp->msg);
 		err = pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
 		if (!err)
@@ -141,12 +148,14 @@ static int put_samples(struct pprof *pp)
 		if (!err)
 			err = put_label(pp, "pid", NULL, s->pid);
 		if (!err)
-			err = put_label(pp, "tid", NULL, s->tid);
+			err = put_label(pp, pp->o->fleet ? "thread_id" : "tid", NULL, s->tid);
 		if (!err)
 			err = put_label(pp, "thread_name",
 					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
 		if (!err)
 			err = put_process_labels(pp, profile__process(pp->p, s->proc));
+		for (size_t l = 0; !err && l < pp->o->nlabels; l++)
+			err = put_label(pp, pp->o->labels[l][0], pp->o->labels[l][1], 0);
 		if (!err)
 			err = put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	}
@@ -188,6 +197,8 @@ static int put_locations(struct pprof *pp)
 		const struct agg_frame *fr = agg__frame(agg, i);
 		int64_t name, file, sysname;
 
+		if (!pp->used[i])
+			continue; /* a frame of another process's stacks only */
 		strbuf_reset(&pp->sub);
 		strbuf_reset(&pp->msg);
 		/* a negative line is garbage from the line table: leave it unknown (0) */
@@ -294,7 +305,14 @@ static int gzip_write(FILE *f, const void *data, size_t len)
 
 int out_pprof_write(FILE *f, const struct profile *p)
 {
-	struct pprof pp = { .p = p };
+	static const struct out_pprof_opts all = { .proc = -1 };
+
+	return out_pprof_write_opts(f, p, &all);
+}
+
+int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o)
+{
+	struct pprof pp = { .p = p, .o = o };
 	const struct agg *agg = profile__agg(p);
 	size_t maxdepth = 1, i;
 	int err = 0;
@@ -304,7 +322,8 @@ int out_pprof_write(FILE *f, const struct profile *p)
 			maxdepth = agg__stack(agg, i)->nframes;
 	pp.strs = strtab__new();
 	pp.ids = calloc(maxdepth, sizeof(*pp.ids));
-	if (!pp.strs || !pp.ids || strtab__intern(pp.strs, "") != 0)
+	pp.used = calloc(agg__nframes(agg) ? agg__nframes(agg) : 1, 1);
+	if (!pp.strs || !pp.ids || !pp.used || strtab__intern(pp.strs, "") != 0)
 		err = -ENOMEM;
 	if (!err)
 		err = put_header(&pp);
@@ -323,6 +342,7 @@ int out_pprof_write(FILE *f, const struct profile *p)
 		err = -EIO;
 	strtab__free(pp.strs);
 	free(pp.ids);
+	free(pp.used);
 	strbuf_free(&pp.out);
 	strbuf_free(&pp.msg);
 	strbuf_free(&pp.sub);

@@ -46,6 +46,7 @@ struct proc {
 struct profile {
 	struct profile_opts opts;
 	struct symtab *symtab;
+	bool owns_symtab; /* a window or a tap borrows its parent's */
 	struct agg *agg;
 
 	struct intern procs;   /* struct proc, by target id */
@@ -105,6 +106,7 @@ struct profile *profile__new(const struct profile_opts *opts)
 	p->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
 	p->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
 	p->symtab = symtab__new(opts->symtab_bytes);
+	p->owns_symtab = true;
 	p->agg = agg__new();
 	if (!p->symtab || !p->agg) {
 		profile__free(p);
@@ -118,7 +120,8 @@ void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	symtab__free(p->symtab);
+	if (p->owns_symtab)
+		symtab__free(p->symtab);
 	agg__free(p->agg);
 	intern_free(&p->procs);
 	intern_free(&p->threads);
@@ -146,6 +149,7 @@ int profile__add_target(struct profile *p, const struct target *t)
 	snprintf(pr->shown.container, sizeof(pr->shown.container), "%s", t->container);
 	snprintf(pr->shown.python, sizeof(pr->shown.python), "%u.%u.%u", t->ver.major,
 		 t->ver.minor, t->ver.micro);
+	snprintf(pr->shown.service, sizeof(pr->shown.service), "%s", t->service);
 	pr->code_type = t->code_type;
 	pr->lay = t->ver.obj;
 	id = intern_add(&p->procs, hash_mix64(t->id), pr);
@@ -159,7 +163,8 @@ void profile__target_gone(struct profile *p, uint32_t id)
 	if (i < 0 || proc_at(p, (size_t)i)->shown.gone)
 		return;
 	proc_at(p, (size_t)i)->shown.gone = true;
-	symtab__forget_target(p->symtab, id);
+	if (p->owns_symtab)
+		symtab__forget_target(p->symtab, id);
 }
 
 static struct symtab_target symtab_target_of(const struct proc *pr)
@@ -265,6 +270,9 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 
 static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
 {
+	if (!p->owns_symtab)
+		return 0; /* the owner of the shared cache takes it */
+	{
 	int64_t proc = proc_index(p, h->target);
 	struct symtab_target st;
 	int err;
@@ -274,6 +282,7 @@ static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
 	st = symtab_target_of(proc_at(p, (size_t)proc));
 	err = symtab__add_record(p->symtab, &st, h, size);
 	return err == -ENOMEM ? err : 0;
+	}
 }
 
 int profile__add_record(struct profile *p, const void *data, size_t size)
@@ -402,4 +411,65 @@ void profile__process_tag(const struct profile *p, uint32_t proc, char *buf, siz
 		n += (size_t)snprintf(buf + n, size - n, ", container %.12s", pr->container);
 	if (n < size)
 		snprintf(buf + n, size - n, ")");
+}
+
+/* An empty profile borrowing p's symbol cache, with p's live processes (new indexes). */
+static struct profile *new_borrower(const struct profile *p)
+{
+	struct profile *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->opts = p->opts;
+	n->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
+	n->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
+	n->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
+	n->fcache_max = p->fcache_max;
+	n->symtab = p->symtab;
+	n->agg = agg__new();
+	if (!n->agg)
+		goto fail;
+	for (size_t i = 0; i < intern_count(&p->procs); i++) {
+		struct proc pr = *proc_at(p, i);
+
+		if (pr.shown.gone)
+			continue;
+		pr.sampled = false;
+		if (intern_add(&n->procs, hash_mix64(pr.shown.target), &pr) < 0)
+			goto fail;
+	}
+	return n;
+fail:
+	profile__free(n);
+	return NULL;
+}
+
+struct profile *profile__rotate(struct profile *p)
+{
+	struct profile *w = new_borrower(p), tmp;
+	uint64_t now = wall_ns();
+
+	if (!w)
+		return NULL;
+	/* swap the bodies: w takes what p counted (its processes, names and drops, the cache
+	 * borrowed), p goes on with the live processes, nothing counted, the cache its own */
+	tmp = *p;
+	*p = *w;
+	*w = tmp;
+	p->owns_symtab = true;
+	w->owns_symtab = false;
+	p->opts = w->opts;
+	p->sampling = (struct profile_sampling){ .frequency_hz = w->sampling.frequency_hz,
+						 .start_ns = now };
+	w->sampling.end_ns = now;
+	return w;
+}
+
+struct profile *profile__new_tap(const struct profile *p)
+{
+	struct profile *t = new_borrower(p);
+
+	if (t)
+		profile__set_sampling(t, p->sampling.frequency_hz, wall_ns(), 0);
+	return t;
 }

@@ -29,6 +29,7 @@ struct profile_process {
 	char comm[32];
 	char container[65];
 	char python[16]; /* "3.12.1" */
+	char service[129]; /* service name for fleet back ends (sanitized) */
 };
 
 /* Samples that reached userspace but were not counted, by reason. */
@@ -51,6 +52,16 @@ struct profile;
 
 struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);
+
+/* Close a window: returns a profile holding everything p counted since it started (or
+ * since the previous rotation), its processes and names, sampling times ending now; p
+ * goes on with its live processes and nothing counted. The window borrows p's symbol
+ * cache: free it before p. NULL on ENOMEM (p is unchanged). */
+struct profile *profile__rotate(struct profile *p);
+/* A profile that counts alongside p from now on (the caller feeds it the same sample
+ * records), borrowing p's symbol cache and knowing p's live processes; code records go to
+ * p only. Free it before p. NULL on ENOMEM. */
+struct profile *profile__new_tap(const struct profile *p);
 
 /* Track a target (t->id set); records of other target ids are dropped. 0 or -ENOMEM. */
 int profile__add_target(struct profile *p, const struct target *t);

@@ -4,6 +4,7 @@
  * at file names. Mapped files are opened only through proc_open_mapped_path (the mapping's
  * own file, proven by device and inode), and what each file holds is cached. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
+#include "export.h"
 #include "intern.h"
 #include "proc.h"
 #include "target.h"
@@ -163,6 +165,99 @@ static int find_runtime(pid_t pid, struct target_cache *cache, const struct proc
 	return last_err;
 }
 
+/* Bytes of /proc/PID/environ and cmdline looked at: both are the target's to make huge. */
+#define ENV_READ_MAX (256 << 10)
+#define CMDLINE_READ_MAX 4096
+
+/* Read up to `max` bytes of /proc/PID/<what> into a malloc'ed, NUL-terminated buffer. */
+static char *read_proc_file(pid_t pid, const char *what, size_t max, size_t *len)
+{
+	char path[64], *buf = malloc(max + 1);
+	size_t n = 0;
+	int fd;
+
+	*len = 0;
+	if (!buf)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	while (n < max) {
+		ssize_t r = read(fd, buf + n, max - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* The value of `name` in a NUL-separated environment block, or NULL. */
+static const char *env_get(const char *env, size_t len, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+		if (!strncmp(env + i, name, nlen) && env[i + nlen] == '=' && env[i + nlen + 1])
+			return env + i + nlen + 1;
+	return NULL;
+}
+
+/* What to call the process in a fleet back end: what it asks to be called, else the
+ * script or module it runs (python [options] SCRIPT | -m MODULE), else its comm. */
+static void read_service(pid_t pid, struct target *t)
+{
+	size_t len;
+	char *env = read_proc_file(pid, "environ", ENV_READ_MAX, &len), *cmd;
+	const char *name = NULL, *v;
+
+	if (env && ((v = env_get(env, len, "PYROSCOPE_SERVICE_NAME")) ||
+		    (v = env_get(env, len, "OTEL_SERVICE_NAME"))))
+		name = v;
+	if (name) {
+		export_sanitize(name, t->service, sizeof(t->service));
+		free(env);
+		return;
+	}
+	free(env);
+	cmd = read_proc_file(pid, "cmdline", CMDLINE_READ_MAX, &len);
+	for (size_t i = cmd ? strlen(cmd) + 1 : len; cmd && i < len; i += strlen(cmd + i) + 1) {
+		const char *arg = cmd + i;
+
+		if (!strcmp(arg, "-m") && i + 3 < len) {
+			name = arg + 3;
+			break;
+		}
+		if (!strcmp(arg, "-c"))
+			break;
+		/* options that take a value as the next argument */
+		if (!strcmp(arg, "-X") || !strcmp(arg, "-W")) {
+			i += strlen(arg) + 1;
+			continue;
+		}
+		if (arg[0] != '-') {
+			const char *base = strrchr(arg, '/');
+
+			name = base ? base + 1 : arg;
+			break;
+		}
+	}
+	export_sanitize(name && name[0] ? name : t->comm, t->service, sizeof(t->service));
+	if (name) {
+		char *dot = strstr(t->service, ".py");
+
+		if (dot && !dot[3] && dot != t->service)
+			*dot = 0;
+	}
+	free(cmd);
+}
+
 /* Where the process lives: its PID as it sees it, its pid namespace, its container. */
 static void read_identity(pid_t pid, struct target *t)
 {
@@ -173,6 +268,7 @@ static void read_identity(pid_t pid, struct target *t)
 		       mine != theirs;
 	if (proc_read_container_id(pid, t->container, sizeof(t->container)))
 		t->container[0] = 0;
+	read_service(pid, t);
 }
 
 int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool *maybe_later,
