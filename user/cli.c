@@ -229,21 +229,15 @@ static int check(const struct cli_spec *spec, const struct cli_sampling *s,
 	return -1;
 }
 
-int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
-	      struct cli_output *o)
-{
-	struct option all[MAX_OPTIONS];
-	char shortopts[128] = "+:";
-	size_t n = 0;
-	int c;
+#define SHORTOPTS_SIZE 128
 
-	if (s) {
-		memset(s, 0, sizeof(*s));
-		s->frequency_hz = 99;
-		s->max_depth = PW_DEFAULT_MAX_DEPTH;
-	}
-	if (o)
-		memset(o, 0, sizeof(*o));
+/* Every long option of the command into all[] (terminated) and its short options into
+ * shortopts (SHORTOPTS_SIZE bytes). */
+static void build_options(const struct cli_spec *spec, struct option *all, char *shortopts)
+{
+	size_t n = 0;
+
+	strcpy(shortopts, "+:");
 	if (spec->groups & CLI_SAMPLING) {
 		append(all, &n, sampling_options, ARRAY_SIZE(sampling_options));
 		strcat(shortopts, "p:F:r:e:");
@@ -264,10 +258,38 @@ int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sam
 	strcat(shortopts, "vh");
 	for (const struct option *x = spec->options; x && x->name; x++)
 		append(all, &n, x, 1);
-	if (spec->shortopts && strlen(shortopts) + strlen(spec->shortopts) < sizeof(shortopts))
+	if (spec->shortopts && strlen(shortopts) + strlen(spec->shortopts) < SHORTOPTS_SIZE)
 		strcat(shortopts, spec->shortopts);
 	memset(&all[n], 0, sizeof(all[n]));
+}
 
+int cli_option_kind(const struct cli_spec *spec, const char *name)
+{
+	struct option all[MAX_OPTIONS];
+	char shortopts[SHORTOPTS_SIZE];
+
+	build_options(spec, all, shortopts);
+	for (const struct option *o = all; o->name; o++)
+		if (!strcmp(o->name, name))
+			return o->has_arg == no_argument ? 0 : 1;
+	return -1;
+}
+
+int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
+	      struct cli_output *o)
+{
+	struct option all[MAX_OPTIONS];
+	char shortopts[SHORTOPTS_SIZE];
+	int c;
+
+	if (s) {
+		memset(s, 0, sizeof(*s));
+		s->frequency_hz = spec->default_hz ? spec->default_hz : 99;
+		s->max_depth = PW_DEFAULT_MAX_DEPTH;
+	}
+	if (o)
+		memset(o, 0, sizeof(*o));
+	build_options(spec, all, shortopts);
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option so a command's own flags stay its own */
@@ -296,5 +318,7 @@ int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sam
 			return cli_usage_error(spec->name, "unexpected argument '%s'", argv[optind]);
 		s->command = argv + optind;
 	}
+	if (s && spec->default_all && !s->all && !s->npids && !s->command)
+		s->all = true;
 	return check(spec, s, o);
 }

@@ -49,6 +49,8 @@ enum {
 struct cli_spec {
 	const char *name;		 /* "record" */
 	unsigned int groups;		 /* CLI_* */
+	uint32_t default_hz;		 /* -F when not given (0: 99) */
+	bool default_all;		 /* no target given means --all (the agent) */
 	const struct option *options;	 /* its own long options, { 0 }-terminated; may be NULL */
 	const char *shortopts;		 /* its own short options ("i:"), may be NULL */
 	/* handle one of its own options; returns 0, or an exit code (usage error) */
@@ -62,6 +64,10 @@ struct cli_spec {
  * code: 0 after --help, 2 after a usage error (already printed). */
 int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sampling *s,
 	      struct cli_output *o);
+
+/* Whether `name` (a long option, without "--") is one of the command's: -1 no, 0 yes and
+ * takes no value, 1 yes and needs one. For config files that mirror the options. */
+int cli_option_kind(const struct cli_spec *spec, const char *name);
 
 /* The options part of the help text for `groups`: what to sample, output; then the
  * command's own options; then cli_help_other (verbosity, help). */

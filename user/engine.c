@@ -46,14 +46,18 @@ struct engine {
 	struct gone *gone;
 	size_t ngone, gone_cap;
 	int record_err;
+	struct profile *taps[ENGINE_MAX_TAPS]; /* profiles counting alongside (pulls) */
+	size_t ntaps;
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reload_requested, hup_reloads;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGHUP && hup_reloads)
+		reload_requested = 1;
+	else
+		stop_requested = 1;
 }
 
 static const char *const outcome_labels[] = {
@@ -179,6 +183,8 @@ static void op_began(void *ctx, const struct target *t)
 	struct engine *e = ctx;
 	int err = profile__add_target(e->prof, t);
 
+	for (size_t i = 0; i < e->ntaps && !err; i++)
+		err = profile__add_target(e->taps[i], t);
 	if (err)
 		e->record_err = err;
 	pw_debug("PID %d (%s): Python %u.%u.%u, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
@@ -225,9 +231,11 @@ static void release_gone(struct engine *e, uint64_t now, bool all)
 	size_t kept = 0;
 
 	for (size_t i = 0; i < e->ngone; i++) {
-		if (all || e->gone[i].at_ns <= now)
+		if (all || e->gone[i].at_ns <= now) {
+			for (size_t t = 0; t < e->ntaps; t++)
+				profile__target_gone(e->taps[t], e->gone[i].id);
 			profile__target_gone(e->prof, e->gone[i].id);
-		else
+		} else
 			e->gone[kept++] = e->gone[i];
 	}
 	e->ngone = kept;
@@ -244,6 +252,16 @@ static int on_record(void *ctx, const void *data, size_t size)
 			discover__on_event(e->disc, data, now_ns());
 			e->next_tick_ns = 0; /* new processes to look at soon */
 			return e->record_err;
+		}
+	}
+	if (size >= sizeof(kind)) {
+		memcpy(&kind, data, sizeof(kind));
+		/* taps count samples too; code records feed the one symbol cache they share */
+		for (size_t i = 0; kind == PW_REC_SAMPLE && i < e->ntaps; i++) {
+			int err = profile__add_record(e->taps[i], data, size);
+
+			if (err)
+				return err;
 		}
 	}
 	return profile__add_record(e->prof, data, size);
@@ -291,6 +309,7 @@ struct engine *engine__new(const struct engine_opts *opts)
 	}
 	/* from here a temporary output file may exist: these signals end the run through the
 	 * normal path, and a closed pipe is a write error to report, not a silent death */
+	hup_reloads = opts->hup_reloads;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -414,6 +433,33 @@ bool engine__interrupted(const struct engine *e)
 {
 	(void)e;
 	return stop_requested;
+}
+
+bool engine__take_reload(struct engine *e)
+{
+	(void)e;
+	if (!reload_requested)
+		return false;
+	reload_requested = 0;
+	return true;
+}
+
+int engine__add_tap(struct engine *e, struct profile *tap)
+{
+	if (e->ntaps >= ENGINE_MAX_TAPS)
+		return -EBUSY;
+	e->taps[e->ntaps++] = tap;
+	return 0;
+}
+
+void engine__remove_tap(struct engine *e, struct profile *tap)
+{
+	for (size_t i = 0; i < e->ntaps; i++) {
+		if (e->taps[i] != tap)
+			continue;
+		e->taps[i] = e->taps[--e->ntaps];
+		return;
+	}
 }
 
 int engine__run(struct engine *e, const struct engine_hook *hook)

@@ -21,7 +21,11 @@ struct engine;
 struct engine_opts {
 	const struct cli_sampling *sampling;
 	struct profile_opts profile;
+	bool hup_reloads; /* SIGHUP asks for a reload (engine__take_reload), not a stop */
 };
+
+/* Profiles that may count alongside the engine's own at once. */
+#define ENGINE_MAX_TAPS 4
 
 /* Every counter the kernel side and the engine keep, read at one moment. */
 struct engine_counts {
@@ -57,6 +61,12 @@ int engine__finish(struct engine *e);
 
 /* Was the run ended by a signal? */
 bool engine__interrupted(const struct engine *e);
+/* Did a SIGHUP ask for a reload since the last call (with hup_reloads)? */
+bool engine__take_reload(struct engine *e);
+/* Feed every sample to `tap` too (a profile__new_tap of the engine's profile) until it is
+ * removed; processes that start and end meanwhile are told to it. 0 or -EBUSY. */
+int engine__add_tap(struct engine *e, struct profile *tap);
+void engine__remove_tap(struct engine *e, struct profile *tap);
 /* Is anything left to sample (a target, or a followed process that may become one)? */
 bool engine__sampling(const struct engine *e);
 
