@@ -21,8 +21,9 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WERROR ?= $(if $(CI),-Werror,)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra $(WERROR)
-PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs libbpf libelf 2>/dev/null || echo -lbpf -lelf) -lz
+PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libmicrohttpd libcurl 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs libbpf libelf libmicrohttpd libcurl 2>/dev/null || \
+	echo -lbpf -lelf -lmicrohttpd -lcurl) -lz -lpthread
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
 

@@ -4,7 +4,7 @@
 set -eu
 pkgs="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
 libncurses-dev libcmocka-dev python3 python3-pytest python3.11-dev python3-sympy debootstrap tmux \
-xxd golang-go chromium libclang-rt-dev"
+xxd golang-go chromium libclang-rt-dev libmicrohttpd-dev libcurl4-openssl-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

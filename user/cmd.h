@@ -10,5 +10,6 @@ enum exit_code { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 /* argv[0] is the command name. Returns an exit code. */
 int cmd_record(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 #endif

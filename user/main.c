@@ -13,6 +13,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks of processes or a command, write a profile" },
 	{ "top", cmd_top, "live view of the functions processes spend CPU in, like top" },
+	{ "agent", cmd_agent, "always-on host profiler: windows to Pyroscope, Parca, OTLP, files" },
 };
 
 static void usage(FILE *f)

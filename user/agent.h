@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* What `pywalk agent` does beside sampling: close a window every interval (one pprof per
+ * process, handed to every sink), answer pulls from the listener, keep its own metrics.
+ * Runs on the engine's thread from its tick hook; the listener and the sinks have their
+ * own threads and meet it only through locked queues. */
+#ifndef PW_AGENT_H
+#define PW_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+struct agent_config {
+	uint64_t interval_ms;	      /* window length */
+	const char *export_dir;	      /* NULL: none */
+	uint64_t keep_ms, keep_bytes; /* export-dir retention (0: no limit) */
+	const char *pyroscope;	      /* base URL, NULL: none */
+	const char *pyroscope_tenant; /* X-Scope-OrgID */
+	const char *parca;	      /* base URL, NULL: none */
+	const char *otlp;	      /* base URL, NULL: none */
+	const char *basic_auth_file;  /* "user:password" for the HTTP sinks */
+	const char *token_file;	      /* bearer token for the HTTP sinks */
+	const char *metrics;	      /* listen address, NULL: none */
+	bool metrics_public;	      /* a non-loopback listen address is meant */
+	const char *host;	      /* the host label (default: gethostname) */
+	uint64_t queue_bytes;	      /* per-sink queue bound */
+	double flush_timeout_s;	      /* at shutdown */
+};
+
+struct agent;
+
+/* Sinks and listener up; the engine must be started. NULL with the error printed. */
+struct agent *agent__new(const struct agent_config *c, struct engine *e);
+/* Flush: close the current window, deliver what the sinks can within their timeout. */
+void agent__free(struct agent *a);
+
+/* The engine hook's work: windows, pulls, metrics. 0 or a negative errno. */
+int agent__tick(struct agent *a, uint64_t now_ns);
+/* Close the window now (SIGHUP, shutdown). 0 or a negative errno. */
+int agent__close_window(struct agent *a);
+
+#endif

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/* Sinks: one thread each, a FIFO queue bounded in bytes, exponential backoff with jitter
+ * between failed attempts. The item being delivered is never dropped from under its
+ * thread; an overflowing queue drops the oldest of the others. At shutdown a sink keeps
+ * delivering for its flush timeout, then counts what is left as dropped. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "export.h"
+
+struct qnode {
+	struct export_item *it;
+	struct qnode *next;
+};
+
+struct sink {
+	char name[64];
+	const struct sink_ops *ops;
+	void *ctx;
+	struct sink_opts opts;
+
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC */
+	struct qnode *head, *tail;
+	struct qnode *in_flight; /* the head while its delivery runs unlocked */
+	bool stopping;
+	double stop_by;	     /* monotonic seconds */
+	struct sink_stats stats;
+	uint64_t rng;
+};
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static size_t item_bytes(const struct export_item *it)
+{
+	return sizeof(*it) + it->pprof_len + it->otlp_len;
+}
+
+struct export_item *export_item__new(void)
+{
+	struct export_item *it = calloc(1, sizeof(*it));
+
+	if (it)
+		it->refs = 1;
+	return it;
+}
+
+void export_item__put(struct export_item *it)
+{
+	if (!it || __atomic_sub_fetch(&it->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	free(it->pprof);
+	free(it->otlp);
+	free(it);
+}
+
+void export_sanitize(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; s && *s && n + 1 < size; s++) {
+		char c = *s;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '_' || c == '-' || c == ':' || c == '/';
+
+		buf[n++] = ok ? c : '_';
+	}
+	if (size)
+		buf[n] = 0;
+}
+
+void export_item__label(struct export_item *it, const char *key, const char *value)
+{
+	struct export_label *l;
+
+	if (it->nlabels >= EXPORT_MAX_LABELS || !value || !value[0])
+		return;
+	l = &it->labels[it->nlabels++];
+	export_sanitize(key, l->key, sizeof(l->key));
+	export_sanitize(value, l->value, sizeof(l->value));
+}
+
+const char *export_item__get(const struct export_item *it, const char *key)
+{
+	for (size_t i = 0; i < it->nlabels; i++)
+		if (!strcmp(it->labels[i].key, key))
+			return it->labels[i].value;
+	return NULL;
+}
+
+/* Unlink and release queue node `n` (not the one in flight); caller holds the lock. */
+static void unlink_node(struct sink *s, struct qnode *prev, struct qnode *n)
+{
+	if (prev)
+		prev->next = n->next;
+	else
+		s->head = n->next;
+	if (s->tail == n)
+		s->tail = prev;
+	s->stats.queued_items--;
+	s->stats.queued_bytes -= item_bytes(n->it);
+	export_item__put(n->it);
+	free(n);
+}
+
+void sink__push(struct sink *s, struct export_item *it)
+{
+	struct qnode *n = calloc(1, sizeof(*n));
+
+	pthread_mutex_lock(&s->lock);
+	if (!n) {
+		s->stats.dropped++;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	__atomic_add_fetch(&it->refs, 1, __ATOMIC_ACQ_REL);
+	n->it = it;
+	/* room first: the oldest items that are not being delivered go */
+	while (s->head && s->stats.queued_bytes + item_bytes(it) > s->opts.queue_bytes) {
+		struct qnode *prev = s->head == s->in_flight ? s->head : NULL;
+		struct qnode *victim = prev ? prev->next : s->head;
+
+		if (!victim)
+			break;
+		unlink_node(s, prev, victim);
+		s->stats.dropped++;
+	}
+	if (s->tail)
+		s->tail->next = n;
+	else
+		s->head = n;
+	s->tail = n;
+	s->stats.queued_items++;
+	s->stats.queued_bytes += item_bytes(it);
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait until `until` (monotonic s) or a signal; caller holds the lock. */
+static void wait_until(struct sink *s, double until)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)until;
+	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+}
+
+static double jitter(struct sink *s, double d)
+{
+	/* xorshift: the spread of retries only has to differ between sinks and hosts */
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	return d * (0.8 + 0.4 * (double)(s->rng % 1000) / 1000.0);
+}
+
+static void *sink_main(void *arg)
+{
+	struct sink *s = arg;
+	double backoff = s->opts.backoff_min_s;
+	char why[256];
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		enum export_result r;
+		double t0, t1;
+
+		while (!s->head && !s->stopping)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (!s->head || (s->stopping && mono_s() >= s->stop_by))
+			break;
+		s->in_flight = s->head;
+		pthread_mutex_unlock(&s->lock);
+		why[0] = 0;
+		t0 = mono_s();
+		r = s->ops->deliver(s->ctx, s->in_flight->it, why, sizeof(why));
+		t1 = mono_s();
+		pthread_mutex_lock(&s->lock);
+		if (r != EXPORT_OK)
+			snprintf(s->stats.last_error, sizeof(s->stats.last_error), "%s",
+				 why[0] ? why : "delivery failed");
+		if (r == EXPORT_RETRY) {
+			s->stats.failed_attempts++;
+			s->in_flight = NULL;
+			if (s->stopping && t1 + backoff > s->stop_by)
+				break;
+			wait_until(s, t1 + jitter(s, backoff));
+			backoff = backoff * 2 > s->opts.backoff_max_s ? s->opts.backoff_max_s :
+									   backoff * 2;
+			continue;
+		}
+		if (r == EXPORT_OK) {
+			s->stats.exported++;
+			s->stats.last_latency_s = t1 - t0;
+			s->stats.latency_sum_s += t1 - t0;
+		} else {
+			s->stats.rejected++;
+		}
+		backoff = s->opts.backoff_min_s;
+		s->in_flight = NULL;
+		unlink_node(s, NULL, s->head);
+	}
+	/* out of time at shutdown: what is left is lost, and counted */
+	while (s->head) {
+		s->stats.dropped++;
+		unlink_node(s, NULL, s->head);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+struct sink *sink__new(const char *name, const struct sink_ops *ops, void *ctx,
+		       const struct sink_opts *opts)
+{
+	struct sink *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+
+	if (!s) {
+		ops->free(ctx);
+		return NULL;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->ops = ops;
+	s->ctx = ctx;
+	s->opts = *opts;
+	s->rng = (uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&s->thread, NULL, sink_main, s)) {
+		sink__free(s);
+		return NULL;
+	}
+	s->started = true;
+	return s;
+}
+
+void sink__free(struct sink *s)
+{
+	if (!s)
+		return;
+	if (s->started) {
+		pthread_mutex_lock(&s->lock);
+		s->stopping = true;
+		s->stop_by = mono_s() + s->opts.flush_timeout_s;
+		pthread_cond_signal(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+	}
+	while (s->head)
+		unlink_node(s, NULL, s->head);
+	s->ops->free(s->ctx);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+const char *sink__name(const struct sink *s)
+{
+	return s->name;
+}
+
+const struct sink_ops *sink__ops(const struct sink *s)
+{
+	return s->ops;
+}
+
+void sink__stats(struct sink *s, struct sink_stats *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = s->stats;
+	pthread_mutex_unlock(&s->lock);
+}
