@@ -586,6 +586,25 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 				     why, sizeof(why)),
 		     "cannot export to a directory", why))
 		goto fail;
+	if (c->pyroscope || c->parca) {
+		struct http_sink_opts ho = { .tenant = c->pyroscope_tenant,
+					     .basic_auth_file = c->basic_auth_file,
+					     .token_file = c->token_file };
+
+		if (c->pyroscope) {
+			ho.url = c->pyroscope;
+			if (add_sink(a, sink_pyroscope_new(&ho, &so, why, sizeof(why)),
+				     "cannot send to Pyroscope", why))
+				goto fail;
+		}
+		if (c->parca) {
+			ho.url = c->parca;
+			ho.tenant = NULL;
+			if (add_sink(a, sink_parca_new(&ho, &so, why, sizeof(why)),
+				     "cannot send to Parca", why))
+				goto fail;
+		}
+	}
 	if (c->metrics) {
 		sops.ctx = a;
 		a->srv = serve__new(c->metrics, c->metrics_public, &sops, why, sizeof(why));

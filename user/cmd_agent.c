@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cmd.h"
 #include "engine.h"
+#include "http.h"
 #include "log.h"
 #include "util.h"
 
@@ -373,6 +374,10 @@ int cmd_agent(int argc, char **argv)
 	int ret;
 
 	st.spec = &spec;
+	if (http_global_init()) {
+		pw_err("cannot initialize libcurl\n");
+		return EXIT_FAIL;
+	}
 	ret = parse_all(&spec, argc, argv, &st.cli, &s, &st.args, &st.nargs);
 	if (ret >= 0) {
 		free_args(st.args, st.nargs);

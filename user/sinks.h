@@ -13,4 +13,19 @@
 struct sink *sink_dir_new(const char *dir, uint64_t keep_ns, uint64_t keep_bytes,
 			  const struct sink_opts *opts, char *why, size_t why_size);
 
+/* Where an HTTP sink sends, and as whom. */
+struct http_sink_opts {
+	const char *url;	     /* base URL: http://host:port[/prefix] */
+	const char *tenant;	     /* Pyroscope's X-Scope-OrgID, or NULL */
+	const char *basic_auth_file; /* "user:password" */
+	const char *token_file;	     /* bearer token */
+};
+
+/* Grafana Pyroscope's ingest API (POST URL/ingest, format=pprof). */
+struct sink *sink_pyroscope_new(const struct http_sink_opts *o, const struct sink_opts *opts,
+				char *why, size_t why_size);
+/* Parca's HTTP write API (POST URL/profiles/writeraw). */
+struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts,
+			    char *why, size_t why_size);
+
 #endif

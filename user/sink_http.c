@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/* The HTTP sinks that take pprof as it is: Grafana Pyroscope's ingest API (POST /ingest,
+ * format=pprof, the profile as a multipart "profile" part, labels in the name
+ * "SERVICE.cpu{k=v,...}") and Parca's HTTP write API (POST /profiles/writeraw, JSON with
+ * the profile in base64 and the __name__ label it requires). Label values are sanitized by
+ * the agent ([A-Za-z0-9._:/-]), so they cannot break either syntax. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escape.h"
+#include "http.h"
+#include "sinks.h"
+
+struct http_sink {
+	char url[2048]; /* base URL, no trailing '/' */
+	char tenant[256];
+	struct http_auth auth;
+	struct http_client *http;
+};
+
+static void http_sink_free(void *ctx)
+{
+	struct http_sink *h = ctx;
+
+	if (!h)
+		return;
+	http_client__free(h->http);
+	http_auth_free(&h->auth);
+	free(h);
+}
+
+static int base64(struct strbuf *sb, const uint8_t *p, size_t n)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		char out[4] = { tab[v >> 18], tab[(v >> 12) & 63],
+				i + 1 < n ? tab[(v >> 6) & 63] : '=', i + 2 < n ? tab[v & 63] : '=' };
+
+		err = strbuf_add(sb, out, 4);
+	}
+	return err;
+}
+
+/* ---- Pyroscope ------------------------------------------------------------------------ */
+
+static enum export_result pyroscope_deliver(void *ctx, const struct export_item *it, char *why,
+					    size_t why_size)
+{
+	struct http_sink *h = ctx;
+	struct strbuf name = { 0 }, url = { 0 };
+	char *ename = NULL, tenant[300];
+	struct http_request r = { .body = it->pprof, .len = it->pprof_len,
+				  .form_part = "profile", .form_filename = "profile.pb.gz" };
+	enum export_result res = EXPORT_REJECT;
+	int err;
+
+	/* "SERVICE.cpu{k=v,...}": the suffix picks the profile type (process_cpu) */
+	err = strbuf_addf(&name, "%s.cpu{", it->service);
+	for (size_t i = 0; !err && i < it->nlabels; i++)
+		err = strbuf_addf(&name, "%s%s=%s", i ? "," : "", it->labels[i].key,
+				  it->labels[i].value);
+	if (!err)
+		err = strbuf_add(&name, "}", 1);
+	if (!err && !(ename = http_escape(h->http, name.buf)))
+		err = -ENOMEM;
+	if (!err)
+		err = strbuf_addf(&url,
+				  "%s/ingest?name=%s&from=%" PRIu64 "&until=%" PRIu64
+				  "&sampleRate=%u&spyName=pywalk&format=pprof",
+				  h->url, ename, (uint64_t)(it->from_ns / 1000000000u),
+				  (uint64_t)((it->until_ns + 999999999u) / 1000000000u), it->rate_hz);
+	if (err) {
+		snprintf(why, why_size, "out of memory");
+		res = EXPORT_RETRY;
+		goto out;
+	}
+	r.url = url.buf;
+	if (h->tenant[0]) {
+		snprintf(tenant, sizeof(tenant), "X-Scope-OrgID: %s", h->tenant);
+		r.headers[0] = tenant;
+	}
+	res = http_client__post(h->http, &r, why, why_size);
+out:
+	free(ename);
+	strbuf_free(&name);
+	strbuf_free(&url);
+	return res;
+}
+
+/* ---- Parca ---------------------------------------------------------------------------- */
+
+static enum export_result parca_deliver(void *ctx, const struct export_item *it, char *why,
+					size_t why_size)
+{
+	struct http_sink *h = ctx;
+	struct strbuf body = { 0 }, url = { 0 };
+	struct http_request r = { .content_type = "application/json" };
+	enum export_result res;
+	int err;
+
+	/* grpc-gateway's JSON of WriteRawRequest: series[{labels{labels[]}, samples[]}] */
+	err = strbuf_addf(&body, "{\"series\":[{\"labels\":{\"labels\":["
+				 "{\"name\":\"__name__\",\"value\":\"process_cpu\"}");
+	for (size_t i = 0; !err && i < it->nlabels; i++)
+		err = strbuf_addf(&body, ",{\"name\":\"%s\",\"value\":\"%s\"}", it->labels[i].key,
+				  it->labels[i].value);
+	if (!err)
+		err = strbuf_addf(&body, "]},\"samples\":[{\"rawProfile\":\"");
+	if (!err)
+		err = base64(&body, it->pprof, it->pprof_len);
+	if (!err)
+		err = strbuf_addf(&body, "\"}]}],\"normalized\":true}");
+	if (!err)
+		err = strbuf_addf(&url, "%s/profiles/writeraw", h->url);
+	if (err) {
+		snprintf(why, why_size, "out of memory");
+		res = EXPORT_RETRY;
+		goto out;
+	}
+	r.url = url.buf;
+	r.body = body.buf;
+	r.len = body.len;
+	res = http_client__post(h->http, &r, why, why_size);
+out:
+	strbuf_free(&body);
+	strbuf_free(&url);
+	return res;
+}
+
+static const struct sink_ops pyroscope_ops = {
+	.kind = "pyroscope",
+	.deliver = pyroscope_deliver,
+	.free = http_sink_free,
+};
+
+static const struct sink_ops parca_ops = {
+	.kind = "parca",
+	.deliver = parca_deliver,
+	.free = http_sink_free,
+};
+
+/* A sink for `url` (http or https, a trailing '/' dropped) with its credentials. */
+static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_sink_opts *o,
+				  const struct sink_opts *opts, char *why, size_t why_size)
+{
+	struct http_sink *h;
+	size_t len;
+
+	if (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)) {
+		snprintf(why, why_size, "%s: the URL must start with http:// or https://", o->url);
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		snprintf(why, why_size, "out of memory");
+		return NULL;
+	}
+	snprintf(h->url, sizeof(h->url), "%s", o->url);
+	len = strlen(h->url);
+	while (len && h->url[len - 1] == '/')
+		h->url[--len] = 0;
+	if (o->tenant)
+		export_sanitize(o->tenant, h->tenant, sizeof(h->tenant));
+	if (http_auth_load(&h->auth, o->basic_auth_file, o->token_file, why, why_size)) {
+		http_sink_free(h);
+		return NULL;
+	}
+	h->http = http_client__new(&h->auth);
+	if (!h->http) {
+		snprintf(why, why_size, "cannot set up libcurl");
+		http_sink_free(h);
+		return NULL;
+	}
+	return sink__new(ops->kind, ops, h, opts);
+}
+
+struct sink *sink_pyroscope_new(const struct http_sink_opts *o, const struct sink_opts *opts,
+				char *why, size_t why_size)
+{
+	return http_sink_new(&pyroscope_ops, o, opts, why, why_size);
+}
+
+struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts,
+			    char *why, size_t why_size)
+{
+	return http_sink_new(&parca_ops, o, opts, why, why_size);
+}
