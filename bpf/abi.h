@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 5
+#define PW_ABI_VERSION 6
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -64,6 +64,12 @@ enum pw_counter {
 /* Index of counter `c` in the `outcomes` map. */
 #define PW_COUNTER_INDEX(c) (PW_OUT__COUNT + (c))
 #define PW_NSLOTS (PW_OUT__COUNT + PW_CNT__COUNT)
+
+/* Probes of one run: 0 is the sampler (perf events of record/top/agent), the others are
+ * `trace` probes. Each has its own row of PW_NSLOTS counters in `outcomes` (the code and
+ * process counters live in row 0), so every probe's hits add up on their own. */
+#define PW_MAX_PROBES 16
+#define PW_SLOT(probe, slot) ((probe) * PW_NSLOTS + (slot))
 
 /* How a version's frame chain is shaped; selects the walker's rules. */
 enum pw_chain_kind {
@@ -187,9 +193,11 @@ struct pw_sample_hdr {
 	__u32 pid;     /* host tgid and tid */
 	__u32 tid;
 	__u32 target;  /* pw_proc.target of the process when sampled */
-	__u32 flags;
+	__u16 probe;   /* which probe took it (0: the sampler) */
+	__u16 flags;
+	__u64 weight;  /* what the stack counts for: 1, or nanoseconds (latency) */
 };
-_Static_assert(sizeof(struct pw_sample_hdr) == 40, "pw_sample_hdr is ABI");
+_Static_assert(sizeof(struct pw_sample_hdr) == 48, "pw_sample_hdr is ABI");
 
 struct pw_sample {
 	struct pw_sample_hdr hdr;

@@ -70,7 +70,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PW_NSLOTS);
+	__uint(max_entries, PW_MAX_PROBES * PW_NSLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } outcomes SEC(".maps");
@@ -105,6 +105,13 @@ static __always_inline void count(__u32 which)
 }
 
 #define count_counter(c) count(PW_COUNTER_INDEX(c))
+
+/* Outcome or counter `slot` of probe `probe` (PW_MAX_PROBES rows). */
+static __always_inline void count_probe(__u32 probe, __u32 slot)
+{
+	if (probe < PW_MAX_PROBES)
+		count(PW_SLOT(probe, slot));
+}
 
 /* ---- sampler ------------------------------------------------------------------------- */
 
@@ -245,8 +252,10 @@ static __always_inline __u64 tstate_thread_id(const struct scratch *s, const str
 	return pw_load_u64(s->tstate, cfg->off.tstate_thread_id, PW_TSTATE_READ_MAX);
 }
 
-/* The outcome of one sample of thread `tid` of Python process `pid`. */
-static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg)
+/* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
+ * counting `weight` (1, or nanoseconds for a latency). */
+static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
+					   __u32 probe, __u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 key = (__u64)cfg->target << 32 | tid;
@@ -321,7 +330,9 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	s->sample.hdr.tid = tid;
 	s->sample.hdr.target = cfg->target;
 	s->sample.hdr.nframes = wc.w.nframes;
+	s->sample.hdr.probe = (__u16)probe;
 	s->sample.hdr.flags = 0;
+	s->sample.hdr.weight = weight;
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
@@ -340,20 +351,28 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	return PW_OUT_SHIPPED;
 }
 
-SEC("perf_event")
-int on_perf_event(struct bpf_perf_event_data *ctx __attribute__((unused)))
+/* A hit of probe `probe` in the current thread: every one ends in exactly one outcome. */
+static __always_inline void sample_current(__u32 probe, __u64 weight)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
 	const struct pw_proc *cfg;
 
-	count_counter(PW_CNT_RUNS);
+	count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
 	cfg = pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
 	if (!cfg) {
-		count(PW_OUT_NOT_TARGET);
-		return 0;
+		count_probe(probe, PW_OUT_NOT_TARGET);
+		return;
 	}
-	count(sample_python(pid, tid, cfg));
+	count_probe(probe, sample_python(pid, tid, cfg, probe, weight));
+}
+
+SEC("perf_event")
+int on_perf_event(struct bpf_perf_event_data *ctx)
+{
+	/* the sampler's perf events carry no cookie (probe 0); trace's software and hardware
+	 * event probes carry their probe id */
+	sample_current((__u32)bpf_get_attach_cookie(ctx), 1);
 	return 0;
 }
 

@@ -19,7 +19,7 @@ struct agg {
 };
 
 struct stack_key {
-	uint32_t proc, tid, n;
+	uint32_t proc, tid, probe, n;
 	const uint32_t *ids;
 	const uint32_t *arena; /* where the interned stacks' frame ids are */
 };
@@ -36,7 +36,8 @@ static bool stack_eq(const void *item, const void *key)
 	const struct agg_stack *s = item;
 	const struct stack_key *k = key;
 
-	return s->proc == k->proc && s->tid == k->tid && s->nframes == k->n &&
+	return s->proc == k->proc && s->tid == k->tid && s->probe == k->probe &&
+	       s->nframes == k->n &&
 	       !memcmp(k->arena + s->first, k->ids, k->n * sizeof(*k->ids));
 }
 
@@ -69,11 +70,13 @@ int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line)
 			  NULL);
 }
 
-int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const uint32_t *ids,
-	     uint32_t n, uint64_t count)
+int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
+	     uint64_t count)
 {
-	struct stack_key k = { .proc = proc, .tid = tid, .n = n, .ids = ids, .arena = agg->arena };
-	uint64_t hash = hash_bytes(ids, n * sizeof(*ids), (uint64_t)proc << 32 | tid);
+	struct stack_key k = { .proc = who->proc, .tid = who->tid, .probe = who->probe, .n = n,
+			       .ids = ids, .arena = agg->arena };
+	uint64_t hash = hash_bytes(ids, n * sizeof(*ids),
+				   ((uint64_t)who->proc << 32 | who->tid) ^ (uint64_t)who->probe << 56);
 	struct agg_stack s;
 	int64_t id = intern_find(&agg->stacks, hash, &k);
 	int err;
@@ -87,7 +90,8 @@ int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const u
 			 sizeof(*agg->arena));
 	if (err)
 		return err;
-	s = (struct agg_stack){ .proc = proc, .pid = pid, .tid = tid, .nframes = n,
+	s = (struct agg_stack){ .proc = who->proc, .pid = who->pid, .tid = who->tid,
+				.probe = who->probe, .nframes = n,
 				.first = (uint32_t)agg->arena_len, .count = count };
 	id = intern_add(&agg->stacks, hash, &s);
 	if (id < 0)

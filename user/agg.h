@@ -14,9 +14,17 @@ struct agg_frame {
 	int32_t line;
 };
 
+/* Whose a stack is: it is counted apart for each distinct one. */
+struct agg_who {
+	uint32_t proc;	   /* caller-defined process id (one lifetime of a PID) */
+	uint32_t pid, tid; /* host PID (shown, not part of the key: proc is) and thread */
+	uint32_t probe;	   /* which probe took it (0: the sampler) */
+};
+
 struct agg_stack {
 	uint32_t proc;	   /* caller-defined process id (one lifetime of a PID) */
 	uint32_t pid, tid; /* 0 when the caller does not split by them */
+	uint32_t probe;
 	uint32_t nframes;
 	uint32_t first;	   /* index of the root frame id in the frame-id arena */
 	uint64_t count;
@@ -27,10 +35,10 @@ void agg__free(struct agg *agg);
 
 /* Intern a frame; returns its id or a negative errno. */
 int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line);
-/* Count `count` samples of the stack `ids` (n frame ids, root first) of thread `tid` of
- * process `proc` (host PID `pid`). 0 or -ENOMEM. */
-int agg__add(struct agg *agg, uint32_t proc, uint32_t pid, uint32_t tid, const uint32_t *ids,
-	     uint32_t n, uint64_t count);
+/* Count `count` (samples, events or nanoseconds) for the stack `ids` (n frame ids, root
+ * first) of `who`. 0 or -ENOMEM. */
+int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
+	     uint64_t count);
 
 size_t agg__nstacks(const struct agg *agg);
 const struct agg_stack *agg__stack(const struct agg *agg, size_t i);

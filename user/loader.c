@@ -241,16 +241,22 @@ int loader__drain(struct loader *ld)
 	return ring_buffer__consume(ld->rb);
 }
 
-static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
-			      uint64_t *runs);
+static int read_outcomes_once(struct loader *ld, uint32_t probe,
+			      uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
+{
+	return loader__read_probe_outcomes(ld, 0, counts, runs);
+}
+
+int loader__read_probe_outcomes(struct loader *ld, uint32_t probe,
+				uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
 {
 	/* a run still in flight on another CPU (detaching waits for no one) can have counted
 	 * itself but not yet its outcome; after loader__stop the two settle within moments */
 	for (int tries = 0;; tries++) {
 		uint64_t sum = 0;
-		int err = read_outcomes_once(ld, counts, runs);
+		int err = read_outcomes_once(ld, probe, counts, runs);
 
 		if (err)
 			return err;
@@ -288,12 +294,12 @@ static int read_slots(struct loader *ld, __u32 first, __u32 n, uint64_t *out)
 	return err;
 }
 
-static int read_outcomes_once(struct loader *ld, uint64_t counts[PW_OUT__COUNT],
-			      uint64_t *runs)
+static int read_outcomes_once(struct loader *ld, uint32_t probe,
+			      uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
 {
-	int err = read_slots(ld, 0, PW_OUT__COUNT, counts);
+	int err = read_slots(ld, PW_SLOT(probe, 0), PW_OUT__COUNT, counts);
 
-	return err ? err : read_slots(ld, PW_COUNTER_INDEX(PW_CNT_RUNS), 1, runs);
+	return err ? err : read_slots(ld, PW_SLOT(probe, PW_COUNTER_INDEX(PW_CNT_RUNS)), 1, runs);
 }
 
 int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT])

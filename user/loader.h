@@ -49,6 +49,9 @@ void loader__stop(struct loader *ld);
 
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
+/* The same for probe `probe` (< PW_MAX_PROBES; 0 is the sampler). */
+int loader__read_probe_outcomes(struct loader *ld, uint32_t probe,
+				uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 /* The other counters (enum pw_counter). */
 int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT]);
 

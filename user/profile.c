@@ -265,7 +265,10 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (p->nsampled > 1)
 			p->opts.by_process = true;
 	}
-	return agg__add(p->agg, (uint32_t)proc, h->pid, h->tid, p->ids, n, 1);
+	return agg__add(p->agg,
+			&(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
+					   .probe = h->probe },
+			p->ids, n, h->weight ? h->weight : 1);
 }
 
 static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)

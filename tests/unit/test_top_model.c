@@ -75,7 +75,7 @@ static void add_proc(struct agg *agg, uint32_t proc, const uint32_t *funcs, uint
 		assert_true(id >= 0);
 		ids[i] = (uint32_t)id;
 	}
-	assert_int_equal(agg__add(agg, proc, 1000 + proc, 1000 + proc, ids, n, count), 0);
+	assert_int_equal(agg__add(agg, &(struct agg_who){ proc, 1000 + proc, 1000 + proc, 0 }, ids, n, count), 0);
 }
 
 #define ADD_PROC(agg, proc, count, ...)                                             \
@@ -207,7 +207,7 @@ static void test_top_model_stack_without_frames_counts_in_samples_only(void **st
 
 	(void)state;
 	ADD(agg, 1, F_WORK);
-	assert_int_equal(agg__add(agg, 0, 1, 1, none, 0, 3), 0);
+	assert_int_equal(agg__add(agg, &(struct agg_who){ 0, 1, 1, 0 }, none, 0, 3), 0);
 	assert_int_equal(top_model__update(m, agg), 0);
 	/* percentages are of all samples: work is 1 of 4 */
 	assert_int_equal(top_model__samples(m, false), 4);
@@ -227,8 +227,8 @@ static void test_top_model_lines_of_one_function_are_one_row(void **state)
 	/* work at line 10 calling work at line 20 (what recursion looks like frame by frame) */
 	ids[0] = (uint32_t)agg__frame_id(agg, F_WORK, 10);
 	ids[1] = (uint32_t)agg__frame_id(agg, F_WORK, 20);
-	assert_int_equal(agg__add(agg, 0, 1, 1, ids, 2, 6), 0);
-	assert_int_equal(agg__add(agg, 0, 1, 1, ids + 1, 1, 1), 0);
+	assert_int_equal(agg__add(agg, &(struct agg_who){ 0, 1, 1, 0 }, ids, 2, 6), 0);
+	assert_int_equal(agg__add(agg, &(struct agg_who){ 0, 1, 1, 0 }, ids + 1, 1, 1), 0);
 	assert_int_equal(top_model__update(m, agg), 0);
 	assert_int_equal(top_model__rank(m, false, TOP_SORT_OWN, false, &names), 1);
 	assert_counts(m, F_WORK, 7, 7);
