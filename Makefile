@@ -123,7 +123,7 @@ FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Ibpf -Iuser -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
 # The real modules each target links: the parser and what it calls, never a copy.
 FUZZ_MODS_linetable := linetable
-FUZZ_MODS_strdecode := symtab linetable htab proc util
+FUZZ_MODS_strdecode := symtab linetable htab intern strtab proc util
 FUZZ_MODS_debug_offsets := pyver proc util
 FUZZ_MODS_elf := elfinfo
 FUZZ_MODS_maps := proc util

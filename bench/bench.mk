@@ -8,8 +8,8 @@ PW_BENCH_MK := 1
 pw_bench_goal := $(.DEFAULT_GOAL)
 
 BENCH_BIN := $(O)/bench/pwbench
-# only the modules pwbench uses (target discovery and offsets), so it links on its own
-BENCH_LIB_OBJS := $(patsubst %,$(O)/user/%.o,target proc elfinfo pyver util htab intern)
+# the modules as the unit tests link them: a new dependency of one never breaks the bench
+BENCH_LIB_OBJS := $(LIB_OBJS)
 
 .PHONY: bench-tools
 bench-tools: $(BENCH_BIN)
@@ -32,7 +32,7 @@ $(O)/bench/pwbench.o: bench/pwbench.c $(O)/bench/floor.skel.h $(O)/pywalk.skel.h
 
 $(BENCH_BIN): $(O)/bench/pwbench.o $(BENCH_LIB_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(PKG_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(PKG_LIBS) -lncursesw -o $@
 
 -include $(O)/bench/pwbench.d
 
