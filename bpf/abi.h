@@ -52,7 +52,10 @@ enum pw_outcome {
 	X(CODE_UNREADABLE, "code objects unreadable at sample time")                     \
 	X(PROC_SENT, "process events shipped")                                           \
 	X(PROC_LOST, "process events lost (ring buffer full)")                           \
-	X(PROC_FULL, "fork children not followed (process map full)")
+	X(PROC_FULL, "fork children not followed (process map full)")                    \
+	X(LATENCY_ENTRIES, "latency entries")                                            \
+	X(LATENCY_DEEP, "latency entries nested too deep to pair")                       \
+	X(LATENCY_UNPAIRED, "latency returns without their entry")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,

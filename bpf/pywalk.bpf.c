@@ -367,6 +367,162 @@ static __always_inline void sample_current(__u32 probe, __u64 weight)
 	count_probe(probe, sample_python(pid, tid, cfg, probe, weight));
 }
 
+/* ---- trace probes ---------------------------------------------------------------------- */
+
+/* --latency: entry times per thread and probe, a small stack so that nesting and recursion
+ * pair each return with its own entry. Deeper calls than this are counted, not paired. */
+#define PW_LATENCY_DEPTH 16
+
+struct pw_entries {
+	__u64 t[PW_LATENCY_DEPTH];
+	__u32 depth;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* tid << 32 | probe */
+	__type(value, struct pw_entries);
+} entries SEC(".maps");
+
+/* Syscall number -> probe id of sys_enter_NAME / sys_exit_NAME (0: none). Syscalls come
+ * through the raw sys_enter/sys_exit tracepoints, which need no tracefs. */
+#define PW_MAX_SYSCALLS 1024
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PW_MAX_SYSCALLS);
+	__type(key, __u32);
+	__type(value, __u32); /* enter probe | exit probe << 8 | latency pair << 16 */
+} syscall_probes SEC(".maps");
+
+/* Probes whose hits are entries of a --latency pair (bit per probe id). */
+const volatile __u32 latency_probes = 0;
+
+static __always_inline bool is_latency(__u32 probe)
+{
+	return probe < PW_MAX_PROBES && ((latency_probes >> probe) & 1);
+}
+
+/* An entry of a latency pair: remember when, ship nothing yet. */
+static __always_inline void latency_enter(__u32 probe)
+{
+	__u64 key = bpf_get_current_pid_tgid() << 32 | probe;
+	struct pw_entries fresh = {}, *st = bpf_map_lookup_elem(&entries, &key);
+
+	if (!st) {
+		bpf_map_update_elem(&entries, &key, &fresh, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&entries, &key);
+		if (!st)
+			return;
+	}
+	count_probe(probe, PW_COUNTER_INDEX(PW_CNT_LATENCY_ENTRIES));
+	if (st->depth >= PW_LATENCY_DEPTH) {
+		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_LATENCY_DEEP));
+		st->depth++;
+		return;
+	}
+	st->t[st->depth & (PW_LATENCY_DEPTH - 1)] = bpf_ktime_get_ns();
+	st->depth++;
+}
+
+/* A return of a latency pair (probe id of the pair): the stack weighs the time inside. */
+static __always_inline void latency_exit(__u32 probe)
+{
+	__u64 key = bpf_get_current_pid_tgid() << 32 | probe;
+	struct pw_entries *st = bpf_map_lookup_elem(&entries, &key);
+	__u64 t0;
+
+	if (!st || !st->depth) {
+		/* attached while the call was in progress: no entry to pair with */
+		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_LATENCY_UNPAIRED));
+		return;
+	}
+	st->depth--;
+	if (st->depth >= PW_LATENCY_DEPTH)
+		return; /* counted as too deep at its entry */
+	t0 = st->t[st->depth & (PW_LATENCY_DEPTH - 1)];
+	sample_current(probe, bpf_ktime_get_ns() - t0);
+}
+
+static __always_inline void probe_hit(__u32 probe)
+{
+	if (is_latency(probe))
+		latency_enter(probe);
+	else
+		sample_current(probe, 1);
+}
+
+SEC("uprobe")
+int on_uprobe(struct pt_regs *ctx)
+{
+	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* The return of a --latency uprobe, attached with the pair's probe id; a uretprobe of its
+ * own (no --latency) is a plain hit. */
+SEC("uretprobe")
+int on_uretprobe(struct pt_regs *ctx)
+{
+	__u32 probe = (__u32)bpf_get_attach_cookie(ctx);
+
+	if (is_latency(probe))
+		latency_exit(probe);
+	else
+		sample_current(probe, 1);
+	return 0;
+}
+
+SEC("usdt")
+int on_usdt(struct pt_regs *ctx)
+{
+	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("tracepoint")
+int on_tracepoint(void *ctx)
+{
+	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+static __always_inline __u32 syscall_entry(__u64 nr)
+{
+	__u32 key = (__u32)nr, *v;
+
+	if (nr >= PW_MAX_SYSCALLS)
+		return 0;
+	v = bpf_map_lookup_elem(&syscall_probes, &key);
+	return v ? *v : 0;
+}
+
+SEC("raw_tp/sys_enter")
+int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 v = syscall_entry(ctx->args[1]), probe = v & 0xff;
+
+	if (probe)
+		probe_hit(probe);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	__u32 v = syscall_entry(BPF_CORE_READ(regs, orig_ax)), probe = (v >> 8) & 0xff;
+
+	/* the exit of a --latency pair is the enter probe's return */
+	if (v >> 16)
+		latency_exit(v & 0xff);
+	else if (probe)
+		sample_current(probe, 1);
+	return 0;
+}
+
 SEC("perf_event")
 int on_perf_event(struct bpf_perf_event_data *ctx)
 {

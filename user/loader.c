@@ -99,6 +99,10 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->follow_all = opts->follow_all;
 	ld->skel->rodata->capture_code = !opts->no_code_records;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	/* trace's syscall probes attach only when asked: on every syscall of the host
+	 * otherwise (the other probe programs have no target to auto-attach to) */
+	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
+	bpf_program__set_autoattach(ld->skel->progs.on_sys_exit, false);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
