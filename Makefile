@@ -108,7 +108,7 @@ test:
 
 # Build and profile the bundled demo workload (README quickstart).
 demo:
-	$(Q)scripts/install-deps.sh
+	$(Q)scripts/install-deps.sh --build
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh
 

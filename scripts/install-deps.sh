@@ -1,10 +1,17 @@
 #!/bin/sh
-# Install the Debian packages pywalk needs to build, test and benchmark. Idempotent: it
-# installs only what is missing, so a second run is quick and offline.
+# Install the Debian packages pywalk needs: `--build` only what building and running it takes
+# (make demo), no argument also what the tests and the benchmarks take (make test).
+# Idempotent: it installs only what is missing, so a second run is quick and offline.
 set -eu
-pkgs="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
-libncurses-dev libcmocka-dev python3 python3-pytest python3.11-dev python3-sympy debootstrap tmux \
-xxd golang-go chromium libclang-rt-dev libmicrohttpd-dev libcurl4-openssl-dev"
+build="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
+libncurses-dev xxd libmicrohttpd-dev libcurl4-openssl-dev python3"
+tests="libcmocka-dev python3-pytest python3.11-dev python3-sympy debootstrap tmux golang-go \
+chromium libclang-rt-dev"
+case "${1:-}" in
+--build) pkgs=$build ;;
+"") pkgs="$build $tests" ;;
+*) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
