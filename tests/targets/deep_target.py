@@ -23,5 +23,5 @@ def rec(n):
 
 rec(3)
 print("READY", flush=True)
-while True:
+while True:  # @main_loop
     rec(DEPTH)  # @main_call
