@@ -17,7 +17,9 @@ gap or an overlap; the dictionary's zero entries, in-range indexes and distinct 
 the window SIGTERM cuts short delivered by the shutdown flush; sample values that add up,
 across windows, to the samples the agent's own summary counted (so no sample is sent twice
 or lost); and the known-shape stacks (function names, files,
-lines, start lines) with each thread's id and name.
+lines, start lines) with each thread's id and name. A second run answers 503 once, then
+200, then 400: the 503 is retried with the same bytes after a backoff, a 400 is not, and
+/metrics counts them.
 """
 import ast
 import codecs
@@ -26,7 +28,9 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import urllib.request
 import threading
 import time
 
@@ -56,8 +60,9 @@ class Receiver(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self):
+    def __init__(self, status_for=lambda n: 200):
         super().__init__(("127.0.0.1", 0), ReceiverHandler)
+        self.status_for = status_for  # the answer to the n-th well-formed request (from 0)
         self.requests = []        # (monotonic time, {header: value}, body)
         self.refused = []         # (method, path, why)
         self.cond = threading.Condition()
@@ -111,10 +116,15 @@ class ReceiverHandler(http.server.BaseHTTPRequestHandler):
             return self.refuse(415, "content type %r" % self.headers.get("Content-Type"))
         headers = dict((k.lower(), v) for k, v in self.headers.items())
         with self.server.cond:
+            status = self.server.status_for(len(self.server.requests))
             self.server.requests.append((time.monotonic(), headers, body))
             self.server.cond.notify_all()
-        # an empty ExportProfilesServiceResponse: full success
-        self.answer(200)
+        if status == 200:
+            # an empty ExportProfilesServiceResponse: full success
+            return self.answer(200)
+        # a google.rpc.Status { code 3 (INVALID_ARGUMENT), message }, as failures carry
+        msg = b"unsupported profiles development version"
+        self.answer(status, b"\x08\x03\x12" + bytes([len(msg)]) + msg)
 
 
 # --- protoc's text format --------------------------------------------------------------
@@ -475,3 +485,65 @@ def test_otlp_stacks_are_the_known_shape(run):
             tid, s.report())
         missing = [p for p in s.expected if not s.phases[p]]
         assert not missing, "thread %d: no samples of %s: %s" % (tid, missing, s.report())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metric(text, name, **labels):
+    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)\{([^}]*)\} (\S+)$", line)
+        if m and m.group(1) == name and ",".join(sorted(m.group(2).split(","))) == want:
+            return float(m.group(3))
+    return None
+
+
+@pytest.mark.core_only
+def test_otlp_retries_a_503_and_drops_a_400(pywalk, interp, start_target, tmp_path):
+    """A receiver that is unavailable once (503) gets the same bytes again after the backoff,
+    the same profile_id with them, so a back end can tell a repeat; a receiver that refuses
+    (400, what a version-aware receiver answers a development version it does not support)
+    gets each window once, and the agent counts it rejected on /metrics."""
+    target = start_target(interp)
+    answers = {0: 503, 1: 200}
+    rcv = Receiver(lambda n: answers.get(n, 400))
+    port = free_port()
+    argv = [pywalk, "agent", "-p", str(target.pid), "--interval", "%ds" % INTERVAL_S, "-F",
+            str(HZ), "--otlp", rcv.url + "/", "--metrics", "127.0.0.1:%d" % port]
+    agent = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+    text = ""
+    try:
+        rcv.wait_for(4, timeout=4 * INTERVAL_S + 40)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the metrics text is rebuilt once a second
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                        timeout=10) as r:
+                text = r.read().decode()
+            if (metric(text, "pywalk_export_profiles_total", sink="otlp",
+                       result="rejected") or 0) >= 2:
+                break
+            time.sleep(0.2)
+        agent.send_signal(signal.SIGTERM)
+        _, err = agent.communicate(timeout=60)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.communicate()
+        rcv.stop()
+    reqs = rcv.requests
+    why = "agent exit %s, %d requests, refused %s\n%s\n%s" % (
+        agent.returncode, len(reqs), rcv.refused, err, text)
+    # nothing refused: the URL's trailing '/' was dropped before the path was added
+    assert agent.returncode == 0 and not rcv.refused and len(reqs) >= 4, why
+    bodies = [b for _, _, b in reqs]
+    assert reqs[1][2] == bodies[0], "the retry after a 503 is not the same request"
+    assert reqs[1][0] - reqs[0][0] >= 0.5, "retried without a backoff"
+    assert len(set(bodies[1:])) == len(bodies) - 1, "a request refused with 400 was resent"
+    assert metric(text, "pywalk_export_profiles_total", sink="otlp", result="exported") == 1, why
+    assert metric(text, "pywalk_export_failed_attempts_total", sink="otlp") == 1, why
+    assert metric(text, "pywalk_export_profiles_total", sink="otlp", result="rejected") >= 2, why
