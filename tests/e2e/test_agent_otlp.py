@@ -73,11 +73,13 @@ class Receiver(http.server.ThreadingHTTPServer):
     def url(self):
         return "http://127.0.0.1:%d" % self.server_address[1]
 
-    def wait_for(self, n, timeout):
+    def wait_for(self, n, timeout, proc):
+        """Wait for n requests while proc (the agent) runs; how many came."""
         deadline = time.monotonic() + timeout
         with self.cond:
-            while len(self.requests) < n and time.monotonic() < deadline:
-                self.cond.wait(deadline - time.monotonic())
+            while len(self.requests) < n and time.monotonic() < deadline and \
+                    proc.poll() is None:
+                self.cond.wait(min(0.5, max(0.0, deadline - time.monotonic())))
             return len(self.requests)
 
     def stop(self):
@@ -318,7 +320,7 @@ class AgentRun:
             agent = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, universal_newlines=True)
             try:
-                self.receiver.wait_for(WINDOWS, timeout=WINDOWS * INTERVAL_S + 40)
+                self.receiver.wait_for(WINDOWS, WINDOWS * INTERVAL_S + 40, agent)
                 # half a window more: SIGTERM cuts one short, which the flush must deliver
                 time.sleep(INTERVAL_S / 2)
                 with self.receiver.cond:
@@ -518,7 +520,7 @@ def test_otlp_retries_a_503_and_drops_a_400(pywalk, interp, start_target, tmp_pa
                              stderr=subprocess.PIPE, universal_newlines=True)
     text = ""
     try:
-        rcv.wait_for(4, timeout=4 * INTERVAL_S + 40)
+        rcv.wait_for(4, 4 * INTERVAL_S + 40, agent)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # the metrics text is rebuilt once a second
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
