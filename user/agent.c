@@ -134,6 +134,11 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 		o.nlabels = 4;
 	}
 	err = encode_pprof(w, &o, &it->pprof, &it->pprof_len);
+	if (!err && a->need_otlp) {
+		struct out_otlp_opts oo = { .proc = proc, .service = it->service, .host = a->host };
+
+		err = out_otlp_encode(w, &oo, &it->otlp, &it->otlp_len);
+	}
 	if (err) {
 		export_item__put(it);
 		return err;
@@ -604,6 +609,14 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 				     "cannot send to Parca", why))
 				goto fail;
 		}
+	}
+	if (c->otlp) {
+		struct http_sink_opts ho = { .url = c->otlp, .basic_auth_file = c->basic_auth_file,
+					     .token_file = c->token_file };
+
+		if (add_sink(a, sink_otlp_new(&ho, &so, why, sizeof(why)),
+			     "cannot send OTLP profiles", why))
+			goto fail;
 	}
 	if (c->metrics) {
 		sops.ctx = a;

@@ -39,4 +39,17 @@ struct out_pprof_opts {
 };
 int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o);
 
+/* OTLP profiles of one process, for the agent's OTLP sink: an ExportProfilesServiceRequest
+ * (opentelemetry-proto v1.11.0, profiles v1development) holding the stacks of process
+ * `proc` (an agg stack's proc) as one resource, one scope ("pywalk") and one profile. */
+struct out_otlp_opts {
+	uint32_t proc;
+	const char *service; /* service.name; NULL: the process's service name, else comm */
+	const char *host;    /* host.name; NULL or "": left out */
+};
+/* The encoded request into *buf (malloc'ed) and *len. 0, -EINVAL (no such process),
+ * -E2BIG (a table past int32 indexes) or -ENOMEM. */
+int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void **buf,
+		    size_t *len);
+
 #endif

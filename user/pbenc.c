@@ -31,6 +31,19 @@ int pb_uint(struct strbuf *sb, uint32_t field, uint64_t v)
 	return err ? err : pb_varint(sb, v);
 }
 
+int pb_fixed64(struct strbuf *sb, uint32_t field, uint64_t v)
+{
+	char buf[8];
+	int err;
+
+	if (!v)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		buf[i] = (char)(v >> (8 * i));
+	err = pb_tag(sb, field, PB_I64);
+	return err ? err : strbuf_add(sb, buf, sizeof(buf));
+}
+
 int pb_bytes(struct strbuf *sb, uint32_t field, const void *data, size_t len)
 {
 	int err = pb_tag(sb, field, PB_LEN);
