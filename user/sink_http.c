@@ -71,12 +71,15 @@ static enum export_result pyroscope_deliver(void *ctx, const struct export_item 
 		err = strbuf_add(&name, "}", 1);
 	if (!err && !(ename = http_escape(h->http, name.buf)))
 		err = -ENOMEM;
+	/* Both ends rounded down: a window ends at the instant the next one starts, so its
+	 * until is the next one's from, second for second. Rounding until up made every two
+	 * windows overlap by a second (samples in it would be counted twice over a range). */
 	if (!err)
 		err = strbuf_addf(&url,
 				  "%s/ingest?name=%s&from=%" PRIu64 "&until=%" PRIu64
 				  "&sampleRate=%u&spyName=pywalk&format=pprof",
 				  h->url, ename, (uint64_t)(it->from_ns / 1000000000u),
-				  (uint64_t)((it->until_ns + 999999999u) / 1000000000u), it->rate_hz);
+				  (uint64_t)(it->until_ns / 1000000000u), it->rate_hz);
 	if (err) {
 		snprintf(why, why_size, "out of memory");
 		res = EXPORT_RETRY;
