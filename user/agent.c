@@ -661,6 +661,9 @@ void agent__free(struct agent *a)
 		free(p->buf);
 		free(p);
 	}
+	/* every sink's flush timeout runs from now, together, not one after the other */
+	for (size_t i = 0; i < a->nsinks; i++)
+		sink__stop(a->sinks[i]);
 	for (size_t i = 0; i < a->nsinks; i++)
 		sink__free(a->sinks[i]);
 	pthread_cond_destroy(&a->cond);

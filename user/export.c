@@ -2,7 +2,10 @@
 /* Sinks: one thread each, a FIFO queue bounded in bytes, exponential backoff with jitter
  * between failed attempts. The item being delivered is never dropped from under its
  * thread; an overflowing queue drops the oldest of the others. At shutdown a sink keeps
- * delivering for its flush timeout, then counts what is left as dropped. */
+ * delivering for its flush timeout, then counts what is left as dropped. What goes wrong
+ * is logged once per change (failing, delivering again) or at most once a minute
+ * (rejections, drops), never per attempt: a back end that is down for a day must not
+ * fill the log. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -12,6 +15,9 @@
 #include <time.h>
 
 #include "export.h"
+#include "log.h"
+
+#define WARN_EVERY_S 60.0
 
 struct qnode {
 	struct export_item *it;
@@ -31,10 +37,17 @@ struct sink {
 	struct qnode *head, *tail;
 	struct qnode *in_flight; /* the head while its delivery runs unlocked */
 	bool stopping;
-	double stop_by;	     /* monotonic seconds */
+	double stop_by;	     /* monotonic seconds; read unlocked by export_cancelled */
 	struct sink_stats stats;
 	uint64_t rng;
+	bool failing;		       /* the last attempt failed and is being retried */
+	uint64_t failed_in_a_row;
+	double next_reject_warn, next_drop_warn;
+	uint64_t rejects_unwarned, drops_unwarned;
 };
+
+/* The sink whose thread this is (NULL on other threads), for export_cancelled. */
+static __thread struct sink *current_sink;
 
 static double mono_s(void)
 {
@@ -116,9 +129,26 @@ static void unlink_node(struct sink *s, struct qnode *prev, struct qnode *n)
 	free(n);
 }
 
+/* A warning about something that can happen every window, at most once a minute, with
+ * how many happened since the last one; `count` is how many happened just now. */
+static bool warn_due(double *next, uint64_t *unwarned, uint64_t count, uint64_t *total)
+{
+	double now = mono_s();
+
+	*unwarned += count;
+	if (now < *next)
+		return false;
+	*next = now + WARN_EVERY_S;
+	*total = *unwarned;
+	*unwarned = 0;
+	return true;
+}
+
 void sink__push(struct sink *s, struct export_item *it)
 {
 	struct qnode *n = calloc(1, sizeof(*n));
+	uint64_t dropped = 0, warn_count = 0;
+	bool warn;
 
 	pthread_mutex_lock(&s->lock);
 	if (!n) {
@@ -137,6 +167,7 @@ void sink__push(struct sink *s, struct export_item *it)
 			break;
 		unlink_node(s, prev, victim);
 		s->stats.dropped++;
+		dropped++;
 	}
 	if (s->tail)
 		s->tail->next = n;
@@ -145,8 +176,24 @@ void sink__push(struct sink *s, struct export_item *it)
 	s->tail = n;
 	s->stats.queued_items++;
 	s->stats.queued_bytes += item_bytes(it);
+	warn = dropped && warn_due(&s->next_drop_warn, &s->drops_unwarned, dropped, &warn_count);
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	if (warn)
+		pw_warn("%s: the queue is full (--queue-size): dropped the oldest %llu "
+			"profile%s\n",
+			s->name, (unsigned long long)warn_count, warn_count == 1 ? "" : "s");
+}
+
+bool export_cancelled(void)
+{
+	struct sink *s = current_sink;
+	double by;
+
+	if (!s || !__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+		return false;
+	__atomic_load(&s->stop_by, &by, __ATOMIC_ACQUIRE);
+	return mono_s() >= by;
 }
 
 /* Wait until `until` (monotonic s) or a signal; caller holds the lock. */
@@ -168,16 +215,36 @@ static double jitter(struct sink *s, double d)
 	return d * (0.8 + 0.4 * (double)(s->rng % 1000) / 1000.0);
 }
 
+/* What one attempt's result says in the log (the lock is not held). */
+static void log_result(struct sink *s, enum export_result r, const char *why, bool was_failing,
+		       uint64_t failed_in_a_row, bool warn_reject, uint64_t rejects)
+{
+	if (r == EXPORT_RETRY && !was_failing)
+		pw_warn("%s: cannot deliver a profile (%s); retrying with backoff\n", s->name, why);
+	else if (r == EXPORT_RETRY)
+		pw_debug("%s: attempt %llu failed: %s\n", s->name,
+			 (unsigned long long)failed_in_a_row, why);
+	else if (was_failing)
+		pw_info("%s: delivering again, after %llu failed attempt%s\n", s->name,
+			(unsigned long long)failed_in_a_row, failed_in_a_row == 1 ? "" : "s");
+	if (r == EXPORT_REJECT && warn_reject)
+		pw_warn("%s: %llu profile%s rejected, not retried (last: %s)\n", s->name,
+			(unsigned long long)rejects, rejects == 1 ? "" : "s", why);
+}
+
 static void *sink_main(void *arg)
 {
 	struct sink *s = arg;
 	double backoff = s->opts.backoff_min_s;
 	char why[256];
 
+	current_sink = s;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		enum export_result r;
-		double t0, t1;
+		bool was_failing, warn_reject = false;
+		uint64_t failed_in_a_row, rejects = 0;
+		double t0, t1, wait;
 
 		while (!s->head && !s->stopping)
 			pthread_cond_wait(&s->cond, &s->lock);
@@ -185,22 +252,36 @@ static void *sink_main(void *arg)
 			break;
 		s->in_flight = s->head;
 		pthread_mutex_unlock(&s->lock);
-		why[0] = 0;
+		snprintf(why, sizeof(why), "delivery failed");
 		t0 = mono_s();
 		r = s->ops->deliver(s->ctx, s->in_flight->it, why, sizeof(why));
 		t1 = mono_s();
 		pthread_mutex_lock(&s->lock);
+		was_failing = s->failing;
+		s->failing = r == EXPORT_RETRY;
+		if (r == EXPORT_RETRY)
+			s->failed_in_a_row++;
+		failed_in_a_row = s->failed_in_a_row;
+		if (r != EXPORT_RETRY)
+			s->failed_in_a_row = 0;
 		if (r != EXPORT_OK)
-			snprintf(s->stats.last_error, sizeof(s->stats.last_error), "%s",
-				 why[0] ? why : "delivery failed");
+			snprintf(s->stats.last_error, sizeof(s->stats.last_error), "%s", why);
+		if (r == EXPORT_REJECT)
+			warn_reject = warn_due(&s->next_reject_warn, &s->rejects_unwarned, 1, &rejects);
 		if (r == EXPORT_RETRY) {
 			s->stats.failed_attempts++;
 			s->in_flight = NULL;
-			if (s->stopping && t1 + backoff > s->stop_by)
-				break;
-			wait_until(s, t1 + jitter(s, backoff));
+			wait = jitter(s, backoff);
 			backoff = backoff * 2 > s->opts.backoff_max_s ? s->opts.backoff_max_s :
 									   backoff * 2;
+			pthread_mutex_unlock(&s->lock);
+			log_result(s, r, why, was_failing, failed_in_a_row, false, 0);
+			pthread_mutex_lock(&s->lock);
+			/* at shutdown, a retry that would come after the deadline is not waited
+			 * for; one that comes before it is, but no longer than the deadline */
+			if (s->stopping && t1 + wait > s->stop_by)
+				break;
+			wait_until(s, t1 + wait);
 			continue;
 		}
 		if (r == EXPORT_OK) {
@@ -213,6 +294,9 @@ static void *sink_main(void *arg)
 		backoff = s->opts.backoff_min_s;
 		s->in_flight = NULL;
 		unlink_node(s, NULL, s->head);
+		pthread_mutex_unlock(&s->lock);
+		log_result(s, r, why, was_failing, failed_in_a_row, warn_reject, rejects);
+		pthread_mutex_lock(&s->lock);
 	}
 	/* out of time at shutdown: what is left is lost, and counted */
 	while (s->head) {
@@ -251,17 +335,34 @@ struct sink *sink__new(const char *name, const struct sink_ops *ops, void *ctx,
 	return s;
 }
 
+void sink__stop(struct sink *s)
+{
+	double by;
+
+	if (!s || !s->started)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!s->stopping) {
+		by = mono_s() + s->opts.flush_timeout_s;
+		__atomic_store(&s->stop_by, &by, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
+	}
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sink__free(struct sink *s)
 {
 	if (!s)
 		return;
 	if (s->started) {
-		pthread_mutex_lock(&s->lock);
-		s->stopping = true;
-		s->stop_by = mono_s() + s->opts.flush_timeout_s;
-		pthread_cond_signal(&s->cond);
-		pthread_mutex_unlock(&s->lock);
+		sink__stop(s);
 		pthread_join(s->thread, NULL);
+		pw_info("%s: %llu profiles exported, %llu rejected, %llu dropped; %llu attempts "
+			"failed\n",
+			s->name, (unsigned long long)s->stats.exported,
+			(unsigned long long)s->stats.rejected, (unsigned long long)s->stats.dropped,
+			(unsigned long long)s->stats.failed_attempts);
 	}
 	while (s->head)
 		unlink_node(s, NULL, s->head);

@@ -73,11 +73,19 @@ struct sink *sink__new(const char *name, const struct sink_ops *ops, void *ctx,
 		       const struct sink_opts *opts);
 /* Queue an item (a reference is taken). Never blocks: a full queue drops its oldest. */
 void sink__push(struct sink *s, struct export_item *it);
-/* Deliver what is queued within the flush timeout, then stop the thread and free. */
+/* Start the flush: from now the sink has its flush timeout to deliver what is queued.
+ * Does not wait; stopping every sink first lets them flush at the same time. */
+void sink__stop(struct sink *s);
+/* Stop (if not yet), wait for the flush to end, log the sink's counts and free. */
 void sink__free(struct sink *s);
 const char *sink__name(const struct sink *s);
 const struct sink_ops *sink__ops(const struct sink *s);
 void sink__stats(struct sink *s, struct sink_stats *out);
+
+/* For a delivery that can block (a network request): true once the sink whose thread
+ * calls it is stopping and its flush timeout has passed, so the attempt should give up.
+ * False on any other thread. */
+bool export_cancelled(void);
 
 /* A new item with no payload yet (refs = 1). NULL on ENOMEM. */
 struct export_item *export_item__new(void);

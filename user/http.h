@@ -6,8 +6,10 @@
 #ifndef PW_HTTP_H
 #define PW_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "escape.h"
 #include "export.h"
 
 struct http_client;
@@ -15,10 +17,13 @@ struct http_client;
 struct http_auth {
 	char *basic;  /* "user:password", NULL: none */
 	char *bearer; /* token, NULL: none */
+	char *header; /* the Authorization header line either makes, NULL: none */
+	char *basic_b64; /* base64 of basic, as it goes on the wire (kept to redact it) */
 };
 
 /* Read the credentials from files (first line, trailing whitespace dropped); either path
- * may be NULL. 0, or a negative errno with a sentence in `why` (the secret never is). */
+ * may be NULL, not both given. 0, or a negative errno with a sentence in `why` (the secret
+ * never is). */
 int http_auth_load(struct http_auth *a, const char *basic_file, const char *token_file,
 		   char *why, size_t why_size);
 void http_auth_free(struct http_auth *a);
@@ -33,7 +38,16 @@ struct http_request {
 	const char *form_filename;
 	const char *headers[4];	       /* extra "Name: value" lines, NULL-terminated */
 	long timeout_s;		       /* whole request; 0: 30 s */
+	bool (*cancel)(void);	       /* polled while the request runs: true gives up */
 };
+
+/* `url` as a sink's base URL: http or https, a host, no credentials (they belong in the
+ * credential files, not on a command line), no query or fragment (paths are appended).
+ * 0, or -EINVAL with a sentence in `why`. */
+int http_check_url(const char *url, char *why, size_t why_size);
+
+/* Standard base64 (with padding) of p[0..n) appended to sb. 0 or -ENOMEM. */
+int http_base64(struct strbuf *sb, const void *p, size_t n);
 
 /* One global curl initialization: call once before any thread uses a client. 0 or -errno. */
 int http_global_init(void);

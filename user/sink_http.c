@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,22 +34,6 @@ static void http_sink_free(void *ctx)
 	free(h);
 }
 
-static int base64(struct strbuf *sb, const uint8_t *p, size_t n)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	int err = 0;
-
-	for (size_t i = 0; i < n && !err; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-		char out[4] = { tab[v >> 18], tab[(v >> 12) & 63],
-				i + 1 < n ? tab[(v >> 6) & 63] : '=', i + 2 < n ? tab[v & 63] : '=' };
-
-		err = strbuf_add(sb, out, 4);
-	}
-	return err;
-}
-
 /* ---- Pyroscope ------------------------------------------------------------------------ */
 
 static enum export_result pyroscope_deliver(void *ctx, const struct export_item *it, char *why,
@@ -58,7 +43,8 @@ static enum export_result pyroscope_deliver(void *ctx, const struct export_item 
 	struct strbuf name = { 0 }, url = { 0 };
 	char *ename = NULL, tenant[300];
 	struct http_request r = { .body = it->pprof, .len = it->pprof_len,
-				  .form_part = "profile", .form_filename = "profile.pb.gz" };
+				  .form_part = "profile", .form_filename = "profile.pb.gz",
+				  .cancel = export_cancelled };
 	enum export_result res = EXPORT_REJECT;
 	int err;
 
@@ -71,12 +57,15 @@ static enum export_result pyroscope_deliver(void *ctx, const struct export_item 
 		err = strbuf_add(&name, "}", 1);
 	if (!err && !(ename = http_escape(h->http, name.buf)))
 		err = -ENOMEM;
+	/* Both ends rounded down: a window ends at the instant the next one starts, so its
+	 * until is the next one's from, second for second. Rounding until up made every two
+	 * windows overlap by a second (samples in it would be counted twice over a range). */
 	if (!err)
 		err = strbuf_addf(&url,
 				  "%s/ingest?name=%s&from=%" PRIu64 "&until=%" PRIu64
 				  "&sampleRate=%u&spyName=pywalk&format=pprof",
 				  h->url, ename, (uint64_t)(it->from_ns / 1000000000u),
-				  (uint64_t)((it->until_ns + 999999999u) / 1000000000u), it->rate_hz);
+				  (uint64_t)(it->until_ns / 1000000000u), it->rate_hz);
 	if (err) {
 		snprintf(why, why_size, "out of memory");
 		res = EXPORT_RETRY;
@@ -102,7 +91,7 @@ static enum export_result parca_deliver(void *ctx, const struct export_item *it,
 {
 	struct http_sink *h = ctx;
 	struct strbuf body = { 0 }, url = { 0 };
-	struct http_request r = { .content_type = "application/json" };
+	struct http_request r = { .content_type = "application/json", .cancel = export_cancelled };
 	enum export_result res;
 	int err;
 
@@ -115,7 +104,7 @@ static enum export_result parca_deliver(void *ctx, const struct export_item *it,
 	if (!err)
 		err = strbuf_addf(&body, "]},\"samples\":[{\"rawProfile\":\"");
 	if (!err)
-		err = base64(&body, it->pprof, it->pprof_len);
+		err = http_base64(&body, it->pprof, it->pprof_len);
 	if (!err)
 		err = strbuf_addf(&body, "\"}]}],\"normalized\":true}");
 	if (!err)
@@ -147,6 +136,19 @@ static const struct sink_ops parca_ops = {
 	.free = http_sink_free,
 };
 
+/* Grafana's rule for tenant IDs, which Pyroscope enforces: at most 150 bytes of
+ * [A-Za-z0-9] and !-_.*'(), not "." nor "..". One outside it is refused here, not
+ * rewritten: a rewritten tenant files every profile under somebody else's. */
+static bool valid_tenant(const char *t)
+{
+	size_t len = strlen(t);
+
+	if (!len || len > 150 || !strcmp(t, ".") || !strcmp(t, ".."))
+		return false;
+	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			 "!-_.*'()") == len;
+}
+
 /* A sink for `url` (http or https, a trailing '/' dropped) with its credentials. */
 static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_sink_opts *o,
 				  const struct sink_opts *opts, char *why, size_t why_size)
@@ -154,8 +156,12 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 	struct http_sink *h;
 	size_t len;
 
-	if (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)) {
-		snprintf(why, why_size, "%s: the URL must start with http:// or https://", o->url);
+	if (http_check_url(o->url, why, why_size))
+		return NULL;
+	if (o->tenant && !valid_tenant(o->tenant)) {
+		snprintf(why, why_size,
+			 "--tenant '%.150s': a tenant ID is 1-150 characters of A-Z a-z 0-9 "
+			 "and ! - _ . * ' ( ), and not . or ..", o->tenant);
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
@@ -168,7 +174,7 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 	while (len && h->url[len - 1] == '/')
 		h->url[--len] = 0;
 	if (o->tenant)
-		export_sanitize(o->tenant, h->tenant, sizeof(h->tenant));
+		snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
 	if (http_auth_load(&h->auth, o->basic_auth_file, o->token_file, why, why_size)) {
 		http_sink_free(h);
 		return NULL;
