@@ -196,14 +196,19 @@ bool export_cancelled(void)
 	return mono_s() >= by;
 }
 
-/* Wait until `until` (monotonic s) or a signal; caller holds the lock. */
+/* Wait until `until` (monotonic s), or until the sink is told to stop; caller holds the
+ * lock. A window pushed meanwhile does not end the wait: the backoff is for the back end,
+ * which is no readier because there is more to send. */
 static void wait_until(struct sink *s, double until)
 {
 	struct timespec ts;
+	bool stopping = s->stopping;
 
 	ts.tv_sec = (time_t)until;
 	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
-	pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+	while (mono_s() < until && s->stopping == stopping)
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT)
+			break;
 }
 
 static double jitter(struct sink *s, double d)

@@ -596,8 +596,11 @@ def test_connection_closed_unanswered_is_retried(target, receivers, agents, deco
         rcv = pyro if kind == "pyroscope" else parca
         closes = sum(r.action.kind == "close" for r in rcv.snapshot())
         assert closes == (2 if kind == "pyroscope" else 1), rcv.snapshot()
-        # curl itself retries a request once on a reused connection that died
-        assert 1 <= line[3] <= closes and line[1:3] == (0, 0), "%s: %s" % (kind, line)
+        # curl itself resends a request once when a reused connection died under it
+        # (parca's close), so that one may never count as a failed attempt; a close on a
+        # fresh connection (pyroscope's first) always does
+        least = 1 if kind == "pyroscope" else 0
+        assert least <= line[3] <= closes and line[1:3] == (0, 0), "%s: %s" % (kind, line)
     check_contiguous(out["pyroscope"][0], "pyroscope")
 
 
