@@ -16,6 +16,7 @@ LLVM_STRIP ?= llvm-strip
 CC ?= cc
 PYTHON ?= /usr/bin/python3
 PREFIX ?= /usr/local
+SYSTEMD_UNIT_DIR ?= /etc/systemd/system
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 WERROR ?= $(if $(CI),-Werror,)
@@ -162,6 +163,14 @@ fuzz-seeds:
 install: $(O)/pywalk
 	install -D -m 0755 $(O)/pywalk $(DESTDIR)$(PREFIX)/bin/pywalk
 	install -D -m 0644 doc/pywalk.1 $(DESTDIR)$(PREFIX)/share/man/man1/pywalk.1
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	sed 's|/usr/local/bin/pywalk|$(PREFIX)/bin/pywalk|' doc/pywalk-agent.service \
+		> $(DESTDIR)$(SYSTEMD_UNIT_DIR)/pywalk-agent.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/pywalk-agent.service
+	@# the operator's settings are never overwritten by a reinstall
+	test -e $(DESTDIR)/etc/pywalk/agent.conf || \
+		install -D -m 0640 doc/agent.conf $(DESTDIR)/etc/pywalk/agent.conf
+	install -d -m 0750 $(DESTDIR)/var/lib/pywalk
 
 deps:
 	$(Q)scripts/install-deps.sh

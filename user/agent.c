@@ -22,7 +22,7 @@
 #include "sinks.h"
 #include "util.h"
 
-#define MAX_SINKS 4
+#define MAX_SINKS AGENT_MAX_SINKS
 #define METRICS_EVERY_NS 1000000000ull
 
 struct pull {
@@ -414,10 +414,8 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 		err = metrics_family(sb, "pywalk_processes_skipped_total", "counter",
 				     "Processes not sampled, by reason.");
 	for (int i = 0; !err && i < DISCOVER_SKIP__COUNT; i++) {
-		char r[64];
-		const char *l[] = { "reason", r, NULL };
+		const char *l[] = { "reason", discover_skip_id(i), NULL };
 
-		export_sanitize(discover_skip_label(i), r, sizeof(r));
 		err = metrics_sample(sb, "pywalk_processes_skipped_total", l,
 				     (double)ds->skipped[i]);
 	}
@@ -555,6 +553,34 @@ static int add_sink(struct agent *a, struct sink *s, const char *what, const cha
 	return 0;
 }
 
+void agent__totals(struct agent *a, struct agent_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->windows = a->windows;
+	t->profiles = a->profiles;
+	t->profile_bytes = a->profile_bytes;
+	t->encode_failures = a->encode_failures;
+	t->drops = a->drops;
+	t->nsinks = a->nsinks;
+	for (size_t i = 0; i < a->nsinks; i++) {
+		snprintf(t->sink_names[i], sizeof(t->sink_names[i]), "%s", sink__name(a->sinks[i]));
+		sink__stats(a->sinks[i], &t->sinks[i]);
+	}
+}
+
+void agent__carry(struct agent *a, const struct agent_totals *t)
+{
+	a->windows += t->windows;
+	a->profiles += t->profiles;
+	a->profile_bytes += t->profile_bytes;
+	a->encode_failures += t->encode_failures;
+	add_drops(&a->drops, &t->drops);
+	for (size_t i = 0; i < t->nsinks; i++)
+		for (size_t j = 0; j < a->nsinks; j++)
+			if (!strcmp(t->sink_names[i], sink__name(a->sinks[j])))
+				sink__carry(a->sinks[j], &t->sinks[i]);
+}
+
 struct agent *agent__new(const struct agent_config *c, struct engine *e)
 {
 	struct sink_opts so = { .queue_bytes = c->queue_bytes ? c->queue_bytes : 64 << 20,
@@ -629,11 +655,11 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 	}
 	return a;
 fail:
-	agent__free(a);
+	agent__free(a, NULL);
 	return NULL;
 }
 
-void agent__free(struct agent *a)
+void agent__free(struct agent *a, struct agent_totals *totals)
 {
 	if (!a)
 		return;
@@ -664,6 +690,10 @@ void agent__free(struct agent *a)
 	/* every sink's flush timeout runs from now, together, not one after the other */
 	for (size_t i = 0; i < a->nsinks; i++)
 		sink__stop(a->sinks[i]);
+	for (size_t i = 0; i < a->nsinks; i++)
+		sink__join(a->sinks[i]);
+	if (totals)
+		agent__totals(a, totals);
 	for (size_t i = 0; i < a->nsinks; i++)
 		sink__free(a->sinks[i]);
 	pthread_cond_destroy(&a->cond);

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "export.h"
+#include "profile.h"
 
 struct agent_config {
 	uint64_t interval_ms;	      /* window length */
@@ -31,10 +33,27 @@ struct agent_config {
 
 struct agent;
 
+#define AGENT_MAX_SINKS 4
+
+/* What an agent has counted since pywalk started: a reload's new agent takes it over, so
+ * that the metrics' counters never go back (Prometheus would read a restart). */
+struct agent_totals {
+	uint64_t windows, profiles, profile_bytes, encode_failures;
+	struct profile_drops drops;
+	size_t nsinks;
+	char sink_names[AGENT_MAX_SINKS][32];
+	struct sink_stats sinks[AGENT_MAX_SINKS];
+};
+
 /* Sinks and listener up; the engine must be started. NULL with the error printed. */
 struct agent *agent__new(const struct agent_config *c, struct engine *e);
-/* Flush: close the current window, deliver what the sinks can within their timeout. */
-void agent__free(struct agent *a);
+/* Flush: close the current window, deliver what the sinks can within their timeout; then
+ * what it counted goes to *totals (if not NULL), for the agent that replaces it. */
+void agent__free(struct agent *a, struct agent_totals *totals);
+
+void agent__totals(struct agent *a, struct agent_totals *t);
+/* Carry `t` over to a new agent (a sink's counts to the sink of the same name). */
+void agent__carry(struct agent *a, const struct agent_totals *t);
 
 /* The engine hook's work: windows, pulls, metrics. 0 or a negative errno. */
 int agent__tick(struct agent *a, uint64_t now_ns);

@@ -200,7 +200,7 @@ static int read_config(const struct cli_spec *spec, const char *path, char ***ar
 		return -1;
 	}
 	while (getline(&line, &cap, f) > 0) {
-		char *key = line, *value = NULL, *eq, *end, *arg;
+		char *key = line, *value = NULL, *eq, *end, *arg, **grown;
 		int kind;
 
 		lineno++;
@@ -240,11 +240,12 @@ static int read_config(const struct cli_spec *spec, const char *path, char ***ar
 		}
 		if (asprintf(&arg, kind ? "--%s=%s" : "--%s", key, value) < 0)
 			goto fail;
-		*args = realloc(*args, (size_t)(*nargs + 2) * sizeof(**args));
-		if (!*args) {
+		grown = realloc(*args, (size_t)(*nargs + 2) * sizeof(**args));
+		if (!grown) {
 			free(arg);
 			goto fail;
 		}
+		*args = grown;
 		(*args)[(*nargs)++] = arg;
 		(*args)[*nargs] = NULL;
 		added++;
@@ -328,6 +329,7 @@ static int agent_tick(void *ctx, struct engine *e, uint64_t now)
 	struct agent_state *st = ctx;
 	struct agent_cli fresh;
 	struct cli_sampling s;
+	struct agent_totals totals;
 	char **args = NULL;
 	int nargs = 0, err;
 
@@ -346,15 +348,26 @@ static int agent_tick(void *ctx, struct engine *e, uint64_t now)
 		return 0;
 	}
 	agent__close_window(st->agent);
-	agent__free(st->agent);
+	/* the old agent holds the listener and the sinks the new one may reuse: it goes
+	 * first, and comes back if the new settings cannot be brought up (a directory
+	 * refused, a port taken) */
+	agent__free(st->agent, &totals);
 	st->agent = agent__new(&fresh.c, e);
+	if (!st->agent) {
+		pw_warn("the new configuration cannot be applied: keeping the old one\n");
+		free_args(args, nargs);
+		st->agent = agent__new(&st->cli.c, e);
+		if (!st->agent)
+			return -EINVAL;
+		agent__carry(st->agent, &totals);
+		return 0;
+	}
+	agent__carry(st->agent, &totals);
 	/* the new configuration's strings live in the new arguments */
 	free_args(st->args, st->nargs);
 	st->args = args;
 	st->nargs = nargs;
 	st->cli = fresh;
-	if (!st->agent)
-		return -EINVAL;
 	return 0;
 }
 
@@ -407,7 +420,7 @@ int cmd_agent(int argc, char **argv)
 		engine__print_summary(e, &counts);
 	ret = EXIT_OK;
 out:
-	agent__free(st.agent);
+	agent__free(st.agent, NULL);
 	engine__free(e);
 	free_args(st.args, st.nargs);
 	return ret;

@@ -73,14 +73,25 @@ struct discover {
 };
 
 static const char *const skip_labels[] = {
-#define DISCOVER_X_LABEL(name, label) label,
+#define DISCOVER_X_LABEL(name, label, id) label,
 	DISCOVER_SKIPS(DISCOVER_X_LABEL)
 #undef DISCOVER_X_LABEL
+};
+
+static const char *const skip_ids[] = {
+#define DISCOVER_X_ID(name, label, id) id,
+	DISCOVER_SKIPS(DISCOVER_X_ID)
+#undef DISCOVER_X_ID
 };
 
 const char *discover_skip_label(enum discover_skip s)
 {
 	return s < DISCOVER_SKIP__COUNT ? skip_labels[s] : "?";
+}
+
+const char *discover_skip_id(enum discover_skip s)
+{
+	return s < DISCOVER_SKIP__COUNT ? skip_ids[s] : "unknown";
 }
 
 struct discover *discover__new(const struct discover_opts *opts, const struct discover_ops *ops)

@@ -15,16 +15,17 @@
 #include "abi.h"
 #include "target.h"
 
-/* Why a process that was looked at is not sampled (counted, shown in the summary). */
-#define DISCOVER_SKIPS(X)                                             \
-	X(PERMISSION, "permission denied")                            \
-	X(UNSUPPORTED, "unsupported Python version")                  \
-	X(FREE_THREADED, "free-threaded build")                       \
-	X(MAP_FULL, "too many processes (raise --max-processes)")    \
-	X(ERROR, "could not be inspected")
+/* Why a process that was looked at is not sampled (counted, shown in the summary): the
+ * words a user reads, and the metric label a query names. */
+#define DISCOVER_SKIPS(X)                                                          \
+	X(PERMISSION, "permission denied", "permission_denied")                    \
+	X(UNSUPPORTED, "unsupported Python version", "unsupported_version")        \
+	X(FREE_THREADED, "free-threaded build", "free_threaded")                   \
+	X(MAP_FULL, "too many processes (raise --max-processes)", "too_many_processes") \
+	X(ERROR, "could not be inspected", "error")
 
 enum discover_skip {
-#define DISCOVER_X_ENUM(name, label) DISCOVER_SKIP_##name,
+#define DISCOVER_X_ENUM(name, label, id) DISCOVER_SKIP_##name,
 	DISCOVER_SKIPS(DISCOVER_X_ENUM)
 #undef DISCOVER_X_ENUM
 	DISCOVER_SKIP__COUNT,
@@ -111,5 +112,6 @@ const struct target *discover__active(const struct discover *d, size_t i);
 const struct discover_stats *discover__stats(const struct discover *d);
 /* Printed label of a skip reason. */
 const char *discover_skip_label(enum discover_skip s);
+const char *discover_skip_id(enum discover_skip s); /* snake_case, for metric labels */
 
 #endif

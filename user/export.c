@@ -37,6 +37,7 @@ struct sink {
 	struct qnode *head, *tail;
 	struct qnode *in_flight; /* the head while its delivery runs unlocked */
 	bool stopping;
+	bool joined;	     /* its thread has ended */
 	double stop_by;	     /* monotonic seconds; read unlocked by export_cancelled */
 	struct sink_stats stats;
 	uint64_t rng;
@@ -340,6 +341,17 @@ struct sink *sink__new(const char *name, const struct sink_ops *ops, void *ctx,
 	return s;
 }
 
+void sink__carry(struct sink *s, const struct sink_stats *b)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stats.exported += b->exported;
+	s->stats.failed_attempts += b->failed_attempts;
+	s->stats.rejected += b->rejected;
+	s->stats.dropped += b->dropped;
+	s->stats.latency_sum_s += b->latency_sum_s;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void sink__stop(struct sink *s)
 {
 	double by;
@@ -356,13 +368,22 @@ void sink__stop(struct sink *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void sink__join(struct sink *s)
+{
+	if (!s || !s->started)
+		return;
+	sink__stop(s);
+	pthread_join(s->thread, NULL);
+	s->started = false;
+	s->joined = true;
+}
+
 void sink__free(struct sink *s)
 {
 	if (!s)
 		return;
-	if (s->started) {
-		sink__stop(s);
-		pthread_join(s->thread, NULL);
+	sink__join(s);
+	if (s->joined) {
 		pw_info("%s: %llu profiles exported, %llu rejected, %llu dropped; %llu attempts "
 			"failed\n",
 			s->name, (unsigned long long)s->stats.exported,

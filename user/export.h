@@ -76,11 +76,15 @@ void sink__push(struct sink *s, struct export_item *it);
 /* Start the flush: from now the sink has its flush timeout to deliver what is queued.
  * Does not wait; stopping every sink first lets them flush at the same time. */
 void sink__stop(struct sink *s);
-/* Stop (if not yet), wait for the flush to end, log the sink's counts and free. */
+/* Stop (if not yet) and wait for the flush to end; the counts are final after it. */
+void sink__join(struct sink *s);
+/* Join (if not yet), log the sink's counts and free. */
 void sink__free(struct sink *s);
 const char *sink__name(const struct sink *s);
 const struct sink_ops *sink__ops(const struct sink *s);
 void sink__stats(struct sink *s, struct sink_stats *out);
+/* Add the counts of a sink this one replaces (a reload): counters never go back. */
+void sink__carry(struct sink *s, const struct sink_stats *before);
 
 /* For a delivery that can block (a network request): true once the sink whose thread
  * calls it is stopping and its flush timeout has passed, so the attempt should give up.

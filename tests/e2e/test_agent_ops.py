@@ -1,0 +1,938 @@
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of `pywalk agent` as an operator runs it, against
+tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
+
+* metrics: a real Prometheus (Debian's package, started here on loopback) scrapes
+  --metrics every second; its values rise and match the agent's own counts; promtool
+  accepts the exposition without a warning; names follow Prometheus's conventions.
+* pulls: `go tool pprof` reads /debug/pprof/profile?seconds=N[&pid=P] (the known-shape
+  stacks, one process of two with pid=P); bad seconds are 400, a fifth pull at once 503;
+  SIGTERM ends a pull in progress promptly; a pull is a tap, the windows still add up.
+* export dir: a file per window and process, sorting by time, decoded by go tool pprof
+  with the stacks and labels; --keep and --keep-size prune only pywalk's own files; a
+  directory other users can write, or another user's, is refused; a symlink planted at a
+  file's final name is never followed.
+* config: every long option in a file, an unknown key named with file and line, the
+  command line wins; SIGHUP exports the current window and takes the new settings, an
+  invalid new config keeps the old one; SIGTERM/SIGINT export the last window, exit 0.
+* soak: --all with code and process churn, RSS and open descriptors flat after warm-up
+  (SOAK_SECONDS, 40 by default; `make soak` runs it longer).
+* the systemd unit passes systemd-analyze verify.
+
+Tools: prometheus and promtool (prometheus), go (golang-go), systemd-analyze; installed by
+scripts/install-deps.sh. A missing one fails under CI and skips elsewhere.
+"""
+import contextlib
+import glob
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import pywalk_e2e as e2e
+from pywalk_e2e import ks
+
+MATCH_MIN = 0.90          # share of a thread's samples that must be an expected stack
+NAME_RE = re.compile(r"^(\d{8}T\d{6}\.\d{3}Z)-(.+)-(\d+)-(\d+)\.pb\.gz$")
+SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "40"))
+NOBODY = 65534
+MIB = 1 << 20
+
+
+def unmet(why):
+    """A tool is missing: fail under CI, where `make test` installs it; skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def tool(name):
+    path = shutil.which(name)
+    if not path:
+        unmet("%s is needed (scripts/install-deps.sh installs it)" % name)
+    return path
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=30):
+    """(status, body bytes) of a GET; HTTP errors are answers too."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def parse_metrics(text):
+    """{(name, ((label, value), ...)): value} of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$', line)
+        assert m, "not a sample line: %r" % line
+        labels = tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def metric(samples, name, **labels):
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+class Agent:
+    """A running `pywalk agent` (its own process group), its stderr in a file."""
+
+    def __init__(self, pywalk, args, tmp, metrics=True):
+        self.port = free_port() if metrics else None
+        self.args = [pywalk, "agent"] + [str(a) for a in args]
+        if metrics:
+            self.args += ["--metrics", "127.0.0.1:%d" % self.port]
+        self._err = tempfile.TemporaryFile("w+", dir=str(tmp))
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self._err,
+                                     start_new_session=True)
+        self.rc = None
+        if metrics:
+            self.wait_listening()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def wait_listening(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "agent exited %s:\n%s" % (
+                self.proc.returncode, self.stderr())
+            try:
+                if http_get(self.url + "/metrics", timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("agent not listening after %d s:\n%s" % (timeout, self.stderr()))
+
+    def metrics_text(self):
+        status, body = http_get(self.url + "/metrics")
+        assert status == 200, (status, body)
+        return body.decode("utf-8")
+
+    def metrics(self):
+        return parse_metrics(self.metrics_text())
+
+    def stderr(self):
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read()
+
+    def send(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Signal and wait; returns (exit code, seconds it took)."""
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError("agent did not exit %d s after %s:\n%s" % (
+                timeout, signal.Signals(sig).name, self.stderr()))
+        return self.rc, time.monotonic() - t0
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def summary(self):
+        """(shipped, not counted) from the exit summary (checked to add up)."""
+        err = self.stderr()
+        _, buckets = e2e.check_summary(err)
+        not_counted = sum(int(m.group(1)) for m in map(e2e.NOT_COUNTED_RE.match,
+                                                        err.splitlines()) if m)
+        return buckets["shipped"], not_counted
+
+
+@pytest.fixture
+def agents():
+    """agents(pywalk, args, tmp, ...) -> Agent; every one killed at teardown."""
+    started = []
+
+    def start(*a, **kw):
+        ag = Agent(*a, **kw)
+        started.append(ag)
+        return ag
+
+    yield start
+    for ag in started:
+        ag.kill()
+
+
+@pytest.fixture(scope="module")
+def go_env(tmp_path_factory):
+    """Environment for `go tool pprof` (its HOME and caches in a temp dir)."""
+    go = tool("go")
+    home = str(tmp_path_factory.mktemp("gohome"))
+    env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"),
+               GOPATH=os.path.join(home, "go"), GOFLAGS="", PPROF_TMPDIR=home)
+    return go, env
+
+
+def pprof_raw(go_env, source, timeout=120):
+    go, env = go_env
+    r = subprocess.run([go, "tool", "pprof", "-raw", source], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=timeout, env=env)
+    assert r.returncode == 0, "go tool pprof -raw %s failed:\n%s" % (source, r.stderr)
+    return r.stdout.decode("utf-8", "replace")
+
+
+LOC_RE = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*) (\S+):(\d+) s=\d+")
+
+
+class Raw:
+    """A profile as `go tool pprof -raw` prints it: samples with their labels and
+    stacks (root first, as (qualname, path, line))."""
+
+    def __init__(self, text):
+        self.text = text
+        m = re.search(r"^Time: (.*)$", text, re.M)
+        self.time = m.group(1) if m else None
+        m = re.search(r"^Duration: ([\d.:hms]+)", text, re.M)
+        self.duration = m.group(1) if m else None
+        locs, samples, section = {}, [], None
+        for line in text.splitlines():
+            if line.startswith("Samples:"):
+                section = "samples"
+                continue
+            if line.startswith("Locations"):
+                section = "locations"
+                continue
+            if line.startswith("Mappings"):
+                section = None
+            if section == "samples":
+                s = re.match(r"^\s+(\d+)\s+(\d+): ([\d ]+)$", line)
+                if s:
+                    samples.append([int(s.group(1)), [int(x) for x in s.group(3).split()],
+                                    {}])
+                elif samples and ":[" in line:
+                    samples[-1][2].update(re.findall(r"(\w+):\[([^\]]*)\]", line))
+            elif section == "locations":
+                m = LOC_RE.match(line)
+                if m:
+                    locs[int(m.group(1))] = (m.group(2), m.group(3), int(m.group(4)))
+        self.samples = [(n, tuple(locs[i] for i in reversed(ids)), labels)
+                        for n, ids, labels in samples]
+
+    def total(self, **labels):
+        return sum(n for n, _, l in self.samples
+                   if all(l.get(k) == str(v) for k, v in labels.items()))
+
+    def pids(self):
+        return set(int(l["pid"]) for _, _, l in self.samples)
+
+
+def check_known_shape(raw, target, what):
+    """Each thread of `target` in raw matches its expected stacks."""
+    expected = ks.expected_stacks(target.interp.version, target.script_path)
+    scores = {}
+    for n, stack, labels in raw.samples:
+        if int(labels["pid"]) != target.pid:
+            continue
+        tid = int(labels["thread_id"])
+        if tid not in scores:
+            mine, other = (ks.MAIN, ks.WORKER) if tid == target.pid else (ks.WORKER, ks.MAIN)
+            scores[tid] = e2e.ThreadScore(expected[mine], [expected[other]])
+        scores[tid].add(stack, n)
+    assert set(scores) == set(target.tids()), "%s: threads %s, target has %s" % (
+        what, sorted(scores), target.tids())
+    for tid, s in scores.items():
+        assert s.match_fraction >= MATCH_MIN and s.foreign == 0, \
+            "%s, thread %d: %s" % (what, tid, s.report())
+    return scores
+
+
+def exported(d):
+    """{name: path} of pywalk's files in export dir d."""
+    return dict((n, os.path.join(d, n)) for n in os.listdir(d) if NAME_RE.match(n))
+
+
+@pytest.fixture
+def request_cleanup():
+    """Callables run after the test, whatever its outcome."""
+    todo = []
+    yield todo
+    for fn in reversed(todo):
+        fn()
+
+
+def export_dir(tmp_path, name="export"):
+    d = tmp_path / name
+    d.mkdir(mode=0o755)
+    os.chmod(str(d), 0o755)
+    return str(d)
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+# --- metrics and a real Prometheus --------------------------------------------------
+
+@pytest.mark.core_only
+def test_promtool_accepts_the_exposition_and_names_follow_conventions(
+        pywalk, interp, start_target, agents, tmp_path):
+    promtool = tool("promtool")
+    t = start_target(interp)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1s", "--export-dir",
+                         export_dir(tmp_path)], tmp_path)
+    wait_for(lambda: metric(ag.metrics(), "pywalk_windows_total") >= 2, 15, "two windows")
+    text = ag.metrics_text()
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), \
+        "promtool check metrics:\n%s%s\n--- exposition ---\n%s" % (r.stdout, r.stderr, text)
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    helps = re.findall(r"^# HELP (\S+) ", text, re.M)
+    assert len(helps) == len(set(helps)) == len(types), "a family announced twice:\n" + text
+    for name, kind in types.items():
+        if kind == "counter":
+            assert name.endswith("_total"), "counter %s does not end in _total" % name
+        base = name[:-len("_total")] if name.endswith("_total") else name
+        for unit in ("seconds", "bytes"):
+            if unit in base.split("_"):
+                assert base.endswith("_" + unit), "%s: the unit %s is not last" % (name, unit)
+    # label values are snake_case words a query can name
+    for (_, labels), _ in parse_metrics(text).items():
+        for k, v in labels:
+            if k in ("outcome", "reason", "result", "kind"):
+                assert re.match(r"^[a-z][a-z0-9_]*[a-z0-9]$", v), "label %s=%r" % (k, v)
+    samples = parse_metrics(text)
+    runs = metric(samples, "pywalk_sampler_runs_total")
+    outcomes = sum(v for (n, _), v in samples.items() if n == "pywalk_samples_total")
+    assert outcomes == runs, "outcomes add up to %d, not to %d runs" % (outcomes, runs)
+
+
+@pytest.mark.core_only
+def test_prometheus_scrapes_the_agent(pywalk, interp, start_target, agents, tmp_path):
+    prometheus = tool("prometheus")
+    t = start_target(interp)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "2s"], tmp_path)
+    prom_port = free_port()
+    conf = tmp_path / "prometheus.yml"
+    conf.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: pywalk\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % ag.port)
+    prom_log = open(str(tmp_path / "prometheus.log"), "w+")
+    prom = subprocess.Popen([prometheus, "--config.file=%s" % conf,
+                             "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % prom_port],
+                            stdin=subprocess.DEVNULL, stdout=prom_log, stderr=prom_log,
+                            start_new_session=True)
+    api = "http://127.0.0.1:%d/api/v1/" % prom_port
+
+    def query(q):
+        status, body = http_get(api + "query?query=" + urllib.request.quote(q))
+        assert status == 200, body
+        res = json.loads(body)["data"]["result"]
+        return dict((r["metric"].get("outcome", ""), float(r["value"][1])) for r in res)
+
+    def prom_log_text():
+        prom_log.flush()
+        prom_log.seek(0)
+        return prom_log.read()[-3000:]
+
+    try:
+        wait_for(lambda: _ready(prom_port), 60, "prometheus ready\n" + prom_log_text())
+        seen = []
+        for _ in range(5):
+            shipped = wait_for(lambda: query('pywalk_samples_total{outcome="shipped"}'),
+                               30, "a scrape of pywalk_samples_total\n" + prom_log_text())
+            seen.append(shipped["shipped"])
+            time.sleep(1.5)
+        assert all(b > a for a, b in zip(seen, seen[1:])), \
+            "pywalk_samples_total{outcome=shipped} did not rise: %s" % seen
+        up = query('up{job="pywalk"}')
+        assert list(up.values()) == [1.0], up
+        # stop the workload: the counts stand still, and Prometheus's last scrape is the
+        # agent's own figure
+        os.killpg(t.proc.pid, signal.SIGSTOP)
+        time.sleep(3.5)  # a metrics refresh (1 s) and two scrapes later
+        own = metric(ag.metrics(), "pywalk_samples_total", outcome="shipped")
+        scraped = query('pywalk_samples_total{outcome="shipped"}')["shipped"]
+        outcomes = sum(query("pywalk_samples_total").values())
+        runs = list(query("pywalk_sampler_runs_total").values())[0]
+        rc, _ = ag.stop()
+        assert rc == 0, ag.stderr()
+        shipped, _ = ag.summary()
+        print("prometheus saw shipped %s; at rest %d scraped, %d served, %d in the summary; "
+              "outcomes %d = runs %d" % (seen, scraped, own, shipped, outcomes, runs))
+        assert scraped == own == shipped, (scraped, own, shipped)
+        assert outcomes == runs, (outcomes, runs)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(t.proc.pid, signal.SIGCONT)
+        prom.terminate()
+        try:
+            prom.wait(20)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+            prom.wait()
+        prom_log.close()
+
+
+def _ready(port):
+    try:
+        return http_get("http://127.0.0.1:%d/-/ready" % port, timeout=2)[0] == 200
+    except OSError:
+        return False
+
+
+# --- the pull endpoint --------------------------------------------------------------
+
+@pytest.mark.core_only
+def test_pull_with_go_tool_pprof(pywalk, interp, start_target, agents, tmp_path, go_env):
+    a, b = start_target(interp), start_target(interp)
+    ag = agents(pywalk, ["-p", "%d,%d" % (a.pid, b.pid), "--interval", "2s"], tmp_path)
+    t0 = time.monotonic()
+    raw = Raw(pprof_raw(go_env, ag.url + "/debug/pprof/profile?seconds=3"))
+    took = time.monotonic() - t0
+    assert 3 <= took < 15, "a 3 s pull took %.1f s" % took
+    assert raw.pids() == {a.pid, b.pid}, raw.pids()
+    for t in (a, b):
+        check_known_shape(raw, t, "pull, PID %d" % t.pid)
+    one = Raw(pprof_raw(go_env, ag.url + "/debug/pprof/profile?seconds=2&pid=%d" % b.pid))
+    assert one.pids() == {b.pid}, "pid=%d pulled %s" % (b.pid, one.pids())
+    check_known_shape(one, b, "pull of pid %d" % b.pid)
+    print("pull: %d samples (%d + %d) in 3 s; pid=%d: %d in 2 s" % (
+        raw.total(), raw.total(pid=a.pid), raw.total(pid=b.pid), b.pid, one.total()))
+
+
+@pytest.mark.core_only
+def test_pull_rejects_bad_arguments_and_a_fifth_pull(pywalk, interp, start_target, agents,
+                                                      tmp_path):
+    t = start_target(interp)
+    ag = agents(pywalk, ["-p", t.pid], tmp_path)
+    for q in ("seconds=0", "seconds=301", "seconds=abc", "seconds=-1", "seconds=",
+              "seconds=3&pid=abc", "seconds=3&pid=0"):
+        status, body = http_get(ag.url + "/debug/pprof/profile?" + q)
+        assert status == 400, "?%s: %d %r" % (q, status, body)
+    assert http_get(ag.url + "/nothing")[0] == 404
+    results = []
+
+    def pull():
+        t0 = time.monotonic()
+        status, body = http_get(ag.url + "/debug/pprof/profile?seconds=3")
+        results.append((status, time.monotonic() - t0, len(body)))
+
+    threads = [threading.Thread(target=pull) for _ in range(5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    statuses = sorted(s for s, _, _ in results)
+    print("5 pulls at once: %s" % results)
+    assert statuses == [200, 200, 200, 200, 503], results
+    busy = [r for r in results if r[0] == 503][0]
+    assert busy[1] < 2, "the fifth pull waited %.1f s for its 503" % busy[1]
+    # the taps are given back: four more fit
+    results.clear()
+    threads = [threading.Thread(target=pull) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert sorted(s for s, _, _ in results) == [200] * 4, results
+
+
+@pytest.mark.core_only
+def test_sigterm_ends_a_pull_in_progress(pywalk, interp, start_target, agents, tmp_path):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "60s", "--export-dir", d], tmp_path)
+    results = []
+
+    def pull():
+        try:
+            results.append(http_get(ag.url + "/debug/pprof/profile?seconds=60")[0])
+        except OSError as e:
+            results.append(repr(e))
+
+    th = threading.Thread(target=pull)
+    th.start()
+    time.sleep(1.5)
+    rc, took = ag.stop(signal.SIGTERM)
+    th.join(10)
+    print("SIGTERM during a 60 s pull: exit %d after %.2f s, the pull got %s" % (
+        rc, took, results))
+    assert rc == 0, ag.stderr()
+    assert took < 5, "agent took %.1f s to exit" % took
+    assert not th.is_alive() and results, "the pull is still waiting"
+    assert results[0] != 200, results
+    assert len(exported(d)) == 1, "the last window was not exported: %s" % os.listdir(d)
+
+
+@pytest.mark.core_only
+def test_pull_is_a_tap_the_windows_still_add_up(pywalk, interp, start_target, agents,
+                                                 tmp_path, go_env):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "2s", "--export-dir", d], tmp_path)
+    time.sleep(1)
+    pulled = Raw(pprof_raw(go_env, ag.url + "/debug/pprof/profile?seconds=4"))
+    time.sleep(1)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    shipped, not_counted = ag.summary()
+    files = exported(d)
+    windows = sum(Raw(pprof_raw(go_env, p)).total() for p in files.values())
+    print("pull %d samples; %d windows hold %d, shipped %d, not counted %d" % (
+        pulled.total(), len(files), windows, shipped, not_counted))
+    assert windows + not_counted == shipped, (windows, not_counted, shipped)
+    assert 0 < pulled.total() < windows, (pulled.total(), windows)
+
+
+# --- the export dir -----------------------------------------------------------------
+
+@pytest.mark.core_only
+def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, agents,
+                                                  tmp_path, go_env):
+    a, b = start_target(interp), start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", "%d,%d" % (a.pid, b.pid), "--interval", "2s", "--export-dir",
+                         d, "--host", "agent-test-host"], tmp_path, metrics=False)
+    time.sleep(7)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    shipped, not_counted = ag.summary()
+    files = exported(d)
+    assert sorted(files) == sorted(os.listdir(d)), "foreign names: %s" % os.listdir(d)
+    per_pid = {}
+    raws = []
+    for name in sorted(files):
+        m = NAME_RE.match(name)
+        assert m.group(2) == "known_shape", name
+        per_pid.setdefault(int(m.group(3)), []).append(name)
+        st = os.lstat(files[name])
+        assert st.st_mode & 0o777 == 0o644 and st.st_uid == 0, (name, oct(st.st_mode))
+        raw = Raw(pprof_raw(go_env, files[name]))
+        raws.append((name, raw))
+        assert raw.pids() == {int(m.group(3))}, (name, raw.pids())
+        for _, _, labels in raw.samples:
+            assert labels["service_name"] == "known_shape"
+            assert labels["host"] == "agent-test-host"
+            assert labels["python_version"].startswith("3.11."), labels
+            assert labels["thread_id"] and labels["thread_name"], labels
+    assert sorted(per_pid) == sorted([a.pid, b.pid]), per_pid
+    for pid, names in per_pid.items():
+        assert 4 <= len(names) <= 5, "PID %d: %d files in 7 s of 2 s windows: %s" % (
+            pid, len(names), names)
+    # names sort by the window's start, which is the profile's time
+    times = [raw.time for _, raw in raws]
+    assert times == sorted(times), times
+    for t in (a, b):
+        merged = Raw("")
+        merged.samples = [s for _, raw in raws for s in raw.samples]
+        check_known_shape(merged, t, "export dir, PID %d" % t.pid)
+    windows = sum(raw.total() for _, raw in raws)
+    print("%d files (%s), %d samples in them, shipped %d, not counted %d" % (
+        len(files), dict((p, len(n)) for p, n in per_pid.items()), windows, shipped,
+        not_counted))
+    assert windows + not_counted == shipped, (windows, not_counted, shipped)
+
+
+def old_name(when, pid=1, seq=0):
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(when)) + ".000Z-old-%d-%d.pb.gz" % (
+        pid, seq)
+
+
+@pytest.mark.core_only
+def test_keep_removes_only_old_files_of_its_own(pywalk, interp, start_target, agents,
+                                                 tmp_path):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    victim = tmp_path / "victim.pb.gz"
+    victim.write_bytes(b"not pywalk's")
+    hour_ago = time.time() - 3600
+    planted = {
+        "foreign": os.path.join(d, "notes.txt"),
+        "foreign-like": os.path.join(d, "20000101T000000.000Z-x.pb.gz.bak"),
+        "symlink": os.path.join(d, old_name(hour_ago, 2)),
+    }
+    old_ours = os.path.join(d, old_name(hour_ago, 1))
+    for path in (planted["foreign"], planted["foreign-like"], old_ours):
+        with open(path, "w") as f:
+            f.write("x")
+        os.utime(path, (hour_ago, hour_ago))
+    os.symlink(str(victim), planted["symlink"])
+    os.utime(planted["symlink"], (hour_ago, hour_ago), follow_symlinks=False)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1s", "--export-dir", d, "--keep", "3s"],
+                tmp_path, metrics=False)
+    ages = []
+    for _ in range(8):
+        time.sleep(1)
+        now = time.time()
+        ages.append(max([now - os.lstat(p).st_mtime for p in exported(d).values()
+                         if not os.path.islink(p) and p != old_ours] or [0]))
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    print("oldest file by second: %s" % ["%.1f" % a for a in ages])
+    assert not os.path.exists(old_ours), "an old file of pywalk's was kept"
+    for what, path in planted.items():
+        assert os.path.lexists(path), "%s %s was removed" % (what, path)
+    assert os.path.islink(planted["symlink"])
+    assert victim.read_bytes() == b"not pywalk's"
+    # a file is pruned once it is older than 3 s, at the next write (a window later)
+    assert max(ages[3:]) < 3 + 1 + 1.5, ages
+    ours = [n for n in exported(d) if not os.path.islink(os.path.join(d, n))]
+    assert 2 <= len(ours) <= 6, ours
+
+
+@pytest.mark.core_only
+def test_keep_size_keeps_the_total_under_the_bound(pywalk, interp, start_target, agents,
+                                                   tmp_path):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    hour_ago = time.time() - 3600
+    old = [os.path.join(d, old_name(hour_ago + i, 1, i)) for i in range(3)]
+    for path in old:
+        with open(path, "wb") as f:
+            f.write(b"\0" * (400 * 1024))
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1s", "--export-dir", d, "--keep-size",
+                         "1M"], tmp_path, metrics=False)
+    totals = []
+    for _ in range(4):
+        time.sleep(1)
+        totals.append(sum(os.lstat(p).st_size for p in exported(d).values()))
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    print("total bytes by second, bound %d: %s" % (MIB, totals))
+    assert not os.path.exists(old[0]), "the oldest file was kept past --keep-size"
+    assert os.path.exists(old[1]) and os.path.exists(old[2]), "more removed than needed"
+    assert all(total <= MIB for total in totals[1:]), totals
+    assert sum(1 for p in exported(d) if "known_shape" in p) >= 3
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("how", ["mode-777", "mode-770", "owner-nobody"])
+def test_export_dir_others_can_write_is_refused(pywalk, tmp_path, how):
+    d = export_dir(tmp_path)
+    if how == "mode-777":
+        os.chmod(d, 0o777)
+    elif how == "mode-770":
+        os.chmod(d, 0o770)
+    else:
+        os.chown(d, NOBODY, NOBODY)
+    r = e2e.run_pywalk(["agent", "--all", "--export-dir", d], timeout=60)
+    assert r.returncode == 1, "exit %d\n%s" % (r.returncode, r.stderr)
+    assert d in r.stderr and "writable by other users or not ours" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert os.listdir(d) == []
+
+
+def as_nobody(fn):
+    """Run fn() in a child process as uid/gid 65534."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            fn()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child as nobody failed"
+
+
+@pytest.mark.core_only
+def test_symlink_at_a_files_final_name_is_not_followed(pywalk, interp, start_target, agents,
+                                                       tmp_path, request_cleanup):
+    """The directory is checked at start; if it later becomes writable by others, a link
+    another user plants at the name of a coming file is still not followed (outfile.c)."""
+    t = start_target(interp)
+    # pytest's own directories are root's alone: another user must reach this one
+    base = tempfile.mkdtemp(prefix="pywalk-agent-links-", dir="/tmp")
+    request_cleanup.append(lambda: shutil.rmtree(base, ignore_errors=True))
+    os.chmod(base, 0o755)
+    d = export_dir(pathlib.Path(base))
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "2s", "--export-dir", d], tmp_path)
+    first = wait_for(lambda: sorted(exported(d)), 10, "the first window's file")[0]
+    os.chmod(d, 0o777)
+    m = NAME_RE.match(first)
+    start = time.mktime(time.strptime(m.group(1)[:15], "%Y%m%dT%H%M%S")) - time.timezone
+    start += int(m.group(1)[16:19]) / 1000
+    # the next windows start 2 and 4 s after the first one, give or take a poll
+    names = []
+    for seq, offset in ((1, 2.0), (2, 4.0)):
+        for ms in range(-150, 450):
+            when = start + offset + ms / 1000
+            names.append(time.strftime("%Y%m%dT%H%M%S", time.gmtime(when)) +
+                         ".%03dZ-known_shape-%d-%d.pb.gz" % (int(round(when * 1000)) % 1000,
+                                                            t.pid, seq))
+    victim = os.path.join(base, "victim")
+
+    def plant():
+        for n in names:
+            with contextlib.suppress(FileExistsError):
+                os.symlink(victim, os.path.join(d, n))
+
+    as_nobody(plant)
+    time.sleep(5)
+    rejected = metric(ag.metrics(), "pywalk_export_profiles_total", sink="export-dir",
+                      result="rejected")
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    assert not os.path.lexists(victim), "the planted link was followed"
+    links = [n for n in os.listdir(d) if os.path.islink(os.path.join(d, n))]
+    assert len(links) == len(names), "a planted link was replaced"
+    real = [n for n in exported(d) if not os.path.islink(os.path.join(d, n))]
+    print("%d links planted; %d windows refused, %d files written" % (
+        len(names), rejected, len(real)))
+    assert rejected >= 1, "no window met a planted link (timing): %s" % real
+    assert "symbolic link" in ag.stderr() or "link" in ag.stderr(), ag.stderr()
+
+
+# --- config file and signals --------------------------------------------------------
+
+def long_options(pywalk, command):
+    r = e2e.run_pywalk([command, "--help"])
+    assert r.returncode == 0, r.stderr
+    return sorted(set(re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]+)", r.stdout, re.M)))
+
+
+VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
+          "max-depth": "100", "max-processes": "64", "symbol-cache": "8M",
+          "interval": "5s", "export-dir": "/nonexistent/dir", "keep": "1h",
+          "keep-size": "10M", "pyroscope": "http://127.0.0.1:1", "tenant": "t1",
+          "parca": "http://127.0.0.1:1", "otlp": "http://127.0.0.1:1",
+          "basic-auth-file": "/nonexistent/auth", "token-file": "/nonexistent/token",
+          "metrics": "127.0.0.1:1", "host": "h", "queue-size": "8M",
+          "flush-timeout": "2s"}
+FLAGS = {"all", "subprocesses", "metrics-public", "verbose"}
+
+
+def test_config_file_takes_every_long_option(pywalk, tmp_path):
+    """Every long option of `agent --help` is a setting: with --help after the file the
+    agent parses the whole file, then prints its help (exit 0)."""
+    opts = [o for o in long_options(pywalk, "agent") if o not in ("help", "config")]
+    missing = [o for o in opts if o not in VALUES and o not in FLAGS]
+    assert not missing, "no test value for %s" % missing
+    conf = tmp_path / "agent.conf"
+    lines = ["# every option", ""]
+    for o in opts:
+        lines.append(o if o in FLAGS else "%s = %s   # a comment" % (o, VALUES[o]))
+    conf.write_text("\n".join(lines) + "\n")
+    r = e2e.run_pywalk(["agent", "--config", conf, "--help"])
+    assert r.returncode == 0 and "Usage: pywalk agent" in r.stdout, r.stderr
+    for bad, why in (("no-such-option = 1", "unknown setting 'no-such-option'"),
+                     ("help", "unknown setting 'help'"),
+                     ("config = other.conf", "unknown setting 'config'"),
+                     ("all = yes", "'all' takes no value"),
+                     ("interval", "'interval' needs a value"),
+                     ("interval = 0s", "invalid --interval")):
+        conf.write_text("metrics = 127.0.0.1:1\n# line 2\n\n%s\n" % bad)
+        r = e2e.run_pywalk(["agent", "--config", conf])
+        assert r.returncode == 2, (bad, r.returncode, r.stderr)
+        assert why in r.stderr, (bad, r.stderr)
+        if "invalid" not in why:
+            assert "%s:4:" % conf in r.stderr, (bad, r.stderr)
+    r = e2e.run_pywalk(["agent", "--config", tmp_path / "absent.conf"])
+    assert r.returncode == 2 and "absent.conf" in r.stderr, r.stderr
+
+
+@pytest.mark.core_only
+def test_command_line_wins_over_the_config_file(pywalk, interp, start_target, agents,
+                                                 tmp_path, go_env):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    conf = tmp_path / "agent.conf"
+    conf.write_text("pid = %d\nexport-dir = %s\ninterval = 10s\nhost = from-file\n" % (
+        t.pid, d))
+    ag = agents(pywalk, ["--config", conf, "--interval", "1s", "--host", "from-cmdline"],
+                tmp_path, metrics=False)
+    time.sleep(3.5)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    files = exported(d)
+    assert len(files) >= 3, "--interval 1s did not win over 10s: %s" % sorted(files)
+    raw = Raw(pprof_raw(go_env, sorted(files.values())[0]))
+    assert set(l["host"] for _, _, l in raw.samples) == {"from-cmdline"}
+
+
+def window_totals(go_env, d):
+    return [(n, Raw(pprof_raw(go_env, p))) for n, p in sorted(exported(d).items())]
+
+
+@pytest.mark.core_only
+def test_sighup_reloads_and_loses_no_window(pywalk, interp, start_target, agents, tmp_path,
+                                            go_env):
+    t = start_target(interp)
+    d1, d2 = export_dir(tmp_path, "one"), export_dir(tmp_path, "two")
+    bad = export_dir(tmp_path, "bad")
+    os.chmod(bad, 0o777)
+    conf = tmp_path / "agent.conf"
+    conf.write_text("pid = %d\nexport-dir = %s\ninterval = 3s\n" % (t.pid, d1))
+    ag = agents(pywalk, ["--config", conf], tmp_path)
+    time.sleep(4.5)  # one whole window and half of the next
+    assert len(exported(d1)) == 1, sorted(exported(d1))
+    conf.write_text("pid = %d\nexport-dir = %s\ninterval = 1s\n" % (t.pid, d2))
+    ag.send(signal.SIGHUP)
+    wait_for(lambda: len(exported(d1)) == 2, 3, "the window of the SIGHUP in %s" % d1)
+    time.sleep(3.5)
+    in_d2 = len(exported(d2))
+    assert 3 <= in_d2 <= 5, "--interval 1s after SIGHUP: %d files in 3.5 s" % in_d2
+    # a config that does not parse, then one that cannot be applied: the old one stays
+    conf.write_text("pid = %d\nexport-dir = %s\nintervall = 1s\n" % (t.pid, bad))
+    ag.send(signal.SIGHUP)
+    time.sleep(2)
+    conf.write_text("pid = %d\nexport-dir = %s\ninterval = 1s\n" % (t.pid, bad))
+    ag.send(signal.SIGHUP)
+    time.sleep(2.5)
+    assert ag.proc.poll() is None, "an invalid config stopped the agent:\n" + ag.stderr()
+    assert len(exported(d2)) >= in_d2 + 3, "the old config stopped exporting"
+    assert os.listdir(bad) == []
+    m = ag.metrics()  # the listener is back after each reload
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    err = ag.stderr()
+    assert "intervall" in err and "keeping the old one" in err, err
+    assert err.count("keeping the old one") == 2, err
+    shipped, not_counted = ag.summary()
+    w1, w2 = window_totals(go_env, d1), window_totals(go_env, d2)
+    total = sum(r.total() for _, r in w1 + w2)
+    print("SIGHUP: %d + %d windows hold %d samples; shipped %d, not counted %d; "
+          "windows_total %d" % (len(w1), len(w2), total, shipped, not_counted,
+                                metric(m, "pywalk_windows_total")))
+    assert total + not_counted == shipped, (total, not_counted, shipped)
+    assert metric(m, "pywalk_windows_total") >= len(w1) + len(w2) - 1, \
+        "the windows counter started over at a reload"
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_exports_the_last_window(pywalk, interp, start_target, agents, tmp_path,
+                                        go_env, sig):
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1h", "--export-dir", d], tmp_path,
+                metrics=False)
+    time.sleep(3)
+    assert exported(d) == {}
+    rc, took = ag.stop(sig)
+    assert rc == 0, ag.stderr()
+    assert took < 5, took
+    files = exported(d)
+    assert len(files) == 1, files
+    raw = Raw(pprof_raw(go_env, list(files.values())[0]))
+    shipped, not_counted = ag.summary()
+    assert raw.total() + not_counted == shipped > 0, (raw.total(), not_counted, shipped)
+    check_known_shape(raw, t, "last window")
+
+
+# --- soak ---------------------------------------------------------------------------
+
+def fit_slope(points):
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+@pytest.mark.core_only
+def test_agent_soak_rss_and_fds_flat(pywalk, interp, start_target, agents, tmp_path):
+    """--all at 99 Hz with a 2 s window, code and process churn (10 children and 10
+    forks a second), the export dir pruned to 20 s: RSS and open descriptors read every
+    second, a line fitted over the second half."""
+    seconds = SOAK_SECONDS
+    start_target(interp, "--names", "bounded", "--children", 10, "--forks", 10,
+                 script="code_churn.py")
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["--all", "-F", 99, "--interval", "2s", "--export-dir", d, "--keep",
+                         "20s", "--symbol-cache", "2M"], tmp_path)
+    t0 = time.monotonic()
+    rss, fds, windows = [], [], []
+    for tick in range(1, seconds + 1):
+        time.sleep(max(0.0, tick - (time.monotonic() - t0)))
+        assert ag.proc.poll() is None, ag.stderr()
+        with open("/proc/%d/status" % ag.proc.pid) as f:
+            kb = int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M).group(1))
+        now = time.monotonic() - t0
+        rss.append((now, kb * 1024))
+        fds.append((now, len(os.listdir("/proc/%d/fd" % ag.proc.pid))))
+        if tick % 5 == 0:
+            windows.append(metric(ag.metrics(), "pywalk_windows_total"))
+    m = ag.metrics()
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    half = [p for p in rss if p[0] >= seconds / 2]
+    fhalf = [p for p in fds if p[0] >= seconds / 2]
+    slope, fslope = fit_slope(half), fit_slope(fhalf)
+    lifetimes = metric(m, "pywalk_processes_sampled_total")
+    line = ("agent soak %d s: RSS %.1f MiB at 1 s, %.1f at %d s, %.1f at the end; second "
+            "half %.1f KiB/s (x %d s = %.2f MiB); fds %d..%d, second half %.3f/s; windows "
+            "%s; %d lifetimes, %d files kept" % (
+                seconds, rss[0][1] / MIB, half[0][1] / MIB, seconds // 2, rss[-1][1] / MIB,
+                slope / 1024, seconds, slope * seconds / MIB, min(f for _, f in fhalf),
+                max(f for _, f in fhalf), fslope, windows, lifetimes, len(exported(d))))
+    print(line)
+    if os.environ.get("SOAK_REPORT"):
+        with open(os.environ["SOAK_REPORT"], "a") as f:
+            f.write(line + "\n")
+    assert all(b > a for a, b in zip(windows, windows[1:])), "windows stopped: %s" % windows
+    assert lifetimes >= seconds * 5, "too little churn: %d lifetimes" % lifetimes
+    assert slope * seconds <= 2 * MIB, "RSS grows after the warm-up: " + line
+    assert max(f for _, f in fhalf) - min(f for _, f in fhalf) <= 4, "fds vary: " + line
+    assert fslope * seconds < 2, "fds grow: " + line
+
+
+# --- the systemd unit ---------------------------------------------------------------
+
+def test_systemd_unit_verifies(tmp_path):
+    analyze = shutil.which("systemd-analyze")
+    if not analyze:
+        pytest.skip("systemd-analyze is not installed (package systemd): the unit is not "
+                    "verified here")
+    unit = os.path.join(e2e.REPO, "doc", "pywalk-agent.service")
+    # verify resolves ExecStart: point it at this tree's binary through a copy
+    text = open(unit).read()
+    exe = re.search(r"^ExecStart=(\S+)", text, re.M).group(1)
+    assert exe == "/usr/local/bin/pywalk", exe
+    copy = tmp_path / "pywalk-agent.service"
+    copy.write_text(text.replace(exe, e2e.pywalk_path()))
+    r = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True,
+                       timeout=60)
+    out = "\n".join(l for l in (r.stdout + r.stderr).splitlines()
+                    if "pywalk-agent" in l or "pywalk" in l)
+    assert r.returncode == 0 and not out, r.stdout + r.stderr
+    for cap in ("CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"):
+        assert cap in text
+    for setting in ("NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=read-only",
+                    "PrivateTmp=yes", "ReadWritePaths=/var/lib/pywalk", "Restart=on-failure",
+                    "ExecStart=/usr/local/bin/pywalk agent --config /etc/pywalk/agent.conf"):
+        assert setting in text, setting
