@@ -49,7 +49,7 @@ static const struct option common_options[] = {
 
 #define MAX_OPTIONS 64
 
-void cli_help_groups(FILE *f, unsigned int groups)
+void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 {
 	if (groups & CLI_SAMPLING)
 		fprintf(f,
@@ -59,7 +59,7 @@ void cli_help_groups(FILE *f, unsigned int groups)
 			"                         now and every one that starts later\n"
 			"      --subprocesses     also every descendant of -p PID or of the command\n"
 			"                         (fork children, shells that start Python, ...)\n"
-			"  -F, --frequency HZ     samples per second per CPU (default 99; -r, --rate\n"
+			"  -F, --frequency HZ     samples per second per CPU (default %u; -r, --rate\n"
 			"                         too)\n"
 			"  -e, --event EVENT      perf event: cpu-clock (default), task-clock, cycles\n"
 			"      --max-depth N      longest stack kept, 1-%d Python frames (default\n"
@@ -71,7 +71,7 @@ void cli_help_groups(FILE *f, unsigned int groups)
 			"                         memory for the code objects that name frames,\n"
 			"                         least recently used dropped first: 1M-64G\n"
 			"                         (default 64M; K, M, G suffixes)\n",
-			PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
+			default_hz ? default_hz : 99, PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
 	if (groups & CLI_DURATION)
 		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
 			   "                         until Ctrl-C or the targets exit)\n");

@@ -71,7 +71,8 @@ int cli_option_kind(const struct cli_spec *spec, const char *name);
 
 /* The options part of the help text for `groups`: what to sample, output; then the
  * command's own options; then cli_help_other (verbosity, help). */
-void cli_help_groups(FILE *f, unsigned int groups);
+/* default_hz: the command's -F default (0: 99) */
+void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz);
 void cli_help_other(FILE *f, unsigned int groups);
 
 /* Print "pywalk: <fmt % arg>" and the pointer to `pywalk CMD --help`; returns the usage

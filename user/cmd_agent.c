@@ -18,6 +18,9 @@
 #include "log.h"
 #include "util.h"
 
+/* a prime, so that the sampling never locks step with a periodic workload */
+#define AGENT_DEFAULT_HZ 19
+
 enum {
 	OPT_INTERVAL = 0x3000,
 	OPT_EXPORT_DIR,
@@ -67,7 +70,7 @@ static void agent_help(FILE *f)
 		"pid, host, container_id, python_version per process) handed to every sink.\n"
 		"A sink that is down or slow stalls neither sampling nor another sink: profiles\n"
 		"queue in bounded memory and are retried with backoff; the oldest go when full.\n\n");
-	cli_help_groups(f, CLI_SAMPLING);
+	cli_help_groups(f, CLI_SAMPLING, AGENT_DEFAULT_HZ);
 	fprintf(f,
 		"Windows and sinks:\n"
 		"      --interval TIME    window length (default 15s; 1s-1h)\n"
@@ -376,7 +379,7 @@ int cmd_agent(int argc, char **argv)
 	struct agent_state st = { .argc = argc, .argv = argv };
 	struct cli_spec spec = { .name = "agent",
 				 .groups = CLI_SAMPLING,
-				 .default_hz = 19,
+				 .default_hz = AGENT_DEFAULT_HZ,
 				 .default_all = true,
 				 .options = agent_options,
 				 .handle = handle_option,

@@ -31,7 +31,7 @@ static void record_help(FILE *f)
 		"complete are counted; every sample is accounted for in a summary on stderr.\n"
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT);
+	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT, 0);
 	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,

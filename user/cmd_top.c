@@ -62,7 +62,7 @@ static void top_help(FILE *f)
 		"own%% (samples where the function is the leaf frame) and total%% (samples whose\n"
 		"stack holds it, once per sample even when it recurses). Only stacks proven\n"
 		"complete are counted; the header accounts for every sample.\n\n");
-	cli_help_groups(f, CLI_SAMPLING);
+	cli_help_groups(f, CLI_SAMPLING, 0);
 	fprintf(f,
 		"View:\n"
 		"  -i, --interval TIME    refresh every TIME: 1, 1s, 500ms (default 1s; 100ms-1h)\n"
