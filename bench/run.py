@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -589,6 +590,95 @@ def section_aggregator(cfg, interps):
     return out
 
 
+# ---- section 5: the agent ----------------------------------------------------------------
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def section_agent(cfg, interps):
+    """`pywalk agent` as a host runs it: 50 Python processes (1,000 distinct stacks each),
+    named by -p, a window every 15 s exported as a file per process and served as metrics,
+    scraped every 5 s, for 5 minutes at 19 and at 99 Hz. CPU after attach, RSS over time."""
+    py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
+    dur = 6 if cfg.quick else cfg.agent_seconds
+    interval = "2s" if cfg.quick else "15s"
+    nproc = 10 if cfg.quick else 50
+    out = {"interp": py.label if py else None, "duration_s": dur, "interval": interval,
+           "processes": nproc, "runs": [], "errors": []}
+    tmp = tempfile.mkdtemp(prefix="pywalk-bench-agent-")
+    os.chmod(tmp, 0o700)
+    procs = []
+    try:
+        for _ in range(nproc):
+            procs.append(start_workload(py, ["stacks", "--stacks", "1000"]))
+        for hz in (19, 99):
+            d = os.path.join(tmp, "export-%d" % hz)
+            os.mkdir(d, 0o700)
+            port = 19464 + hz
+            tool = None
+            try:
+                tool = subprocess.Popen(
+                    # -p, not --all: this machine's other Pythons (tests, helpers) are not
+                    # part of the measurement
+                    [cfg.pywalk, "agent", "-p", ",".join(str(pid) for _, pid in procs),
+                     "-F", str(hz), "--interval", interval,
+                     "--export-dir", d, "--metrics", "127.0.0.1:%d" % port],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                wait_attached(tool, NCPUS)
+                cpu_at_attach = task_cpu_ns(tool.pid)
+                t_attach = time.monotonic()
+                rss, scrapes = [], 0
+                while time.monotonic() - t_attach < dur:
+                    time.sleep(min(5, dur))
+                    try:
+                        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                                    timeout=5) as r:
+                            r.read()
+                        scrapes += 1
+                    except OSError as e:
+                        out["errors"].append("scrape at %d Hz: %s" % (hz, e))
+                    rss.append((time.monotonic() - t_attach, rss_kb(tool.pid)))
+                tool.send_signal(signal.SIGTERM)
+                _, status, ru = os.wait4(tool.pid, 0)
+                t_end = time.monotonic()
+                stderr = tool.stderr.read()
+                tool.returncode = os.waitstatus_to_exitcode(status)
+                if tool.returncode:
+                    raise RuntimeError("agent exited %d: %s" % (tool.returncode, stderr[-300:]))
+                summ = pywalk_summary(stderr)
+                files = [f for f in os.listdir(d) if f.endswith(".pb.gz")]
+                cpu_ns = (ru.ru_utime + ru.ru_stime) * 1e9 - cpu_at_attach
+                window = t_end - t_attach
+                run = {"hz": hz, "cpu_ns": cpu_ns, "window_s": window,
+                       "core_pct": cpu_ns / 1e9 / window * 100,
+                       "startup_cpu_ns": cpu_at_attach, "peak_rss_kb": ru.ru_maxrss,
+                       "rss_end_kb": rss[-1][1] if rss else None, "rss": rss,
+                       "shipped": summ.get("shipped", 0),
+                       "lost": summ.get("lost (ring buffer full)"),
+                       "files": len(files),
+                       "export_bytes": sum(os.path.getsize(os.path.join(d, f)) for f in files),
+                       "scrapes": scrapes}
+                out["runs"].append(run)
+                log("agent %d processes @%d Hz: %.2f%% core, peak %d kB, %d files, %d shipped" %
+                    (nproc, hz, run["core_pct"], ru.ru_maxrss, len(files), run["shipped"]))
+            except Exception as e:  # noqa: BLE001
+                out["errors"].append("agent @%d Hz: %s" % (hz, e))
+                log("agent @%d Hz failed: %s" % (hz, e))
+            finally:
+                stop(tool, signal.SIGINT)
+    finally:
+        for p, _ in procs:
+            stop(p)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 # ---- machine, report --------------------------------------------------------------------
 
 
@@ -726,6 +816,27 @@ def render(res):
                 d["distinct_stacks"], d["startup_cpu_ns"] / 1e6))
         L.append("")
 
+    s5 = res.get("agent")
+    if s5:
+        L.append("## 5. The agent")
+        L.append("")
+        L.append("`pywalk agent -p PIDS -F HZ --interval %s --export-dir DIR --metrics ADDR` with "
+                 "%d processes of `bench/workload.py stacks` (%s; 1,000 distinct stacks each), "
+                 "/metrics scraped every 5 s, for %d s; CPU after attach (loading excluded, "
+                 "reported apart), including every window's pprof encoding and files." % (
+                     s5["interval"], s5["processes"], s5["interp"], s5["duration_s"]))
+        L.append("")
+        L.append("| -F | % of one core | peak RSS | RSS at the end | samples shipped | lost | "
+                 "files | bytes exported | start-up CPU |")
+        L.append("|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for r in s5["runs"]:
+            L.append("| %d | %.2f%% | %.1f MB | %s | %d | %s | %d | %.1f MB | %.0f ms |" % (
+                r["hz"], r["core_pct"], r["peak_rss_kb"] / 1024,
+                fmt(r["rss_end_kb"] and r["rss_end_kb"] / 1024, "%.1f MB"), r["shipped"],
+                fmt(r["lost"], "%d"), r["files"], r["export_bytes"] / 1e6,
+                r["startup_cpu_ns"] / 1e6))
+        L.append("")
+
     if s2:
         L.append("## 4. Recovery of the known time split")
         L.append("")
@@ -838,6 +949,16 @@ def judge(res):
                          "measured": "%d lost (%s samples/s)" % (
                              lost, ", ".join("%.0f" % d["samples_per_s"] for d in fast)),
                          "verdict": "met" if lost == 0 else "missed"})
+    s5 = res.get("agent")
+    if s5:
+        for r in s5["runs"]:
+            if r["hz"] == 19:
+                rows.append({"target": "agent ≤ 0.5%% of a core, ≤ 40 MB, %d processes at 19 Hz"
+                                       % s5["processes"],
+                             "measured": "%.2f%% of a core, %.1f MB peak" % (
+                                 r["core_pct"], r["peak_rss_kb"] / 1024),
+                             "verdict": "met" if r["core_pct"] <= 0.5 and
+                             r["peak_rss_kb"] <= 40 * 1024 else "missed"})
     return rows
 
 
@@ -849,7 +970,10 @@ def main():
     ap.add_argument("--pywalk", default=os.path.join(ROOT, "build", "pywalk"))
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
-    ap.add_argument("--sections", default="1,2,3", help="comma list of 1,2,3 (4 rides on 2)")
+    ap.add_argument("--sections", default="1,2,3,5",
+                    help="comma list of 1,2,3,5 (4 rides on 2)")
+    ap.add_argument("--agent-seconds", type=int, default=300,
+                    help="length of each agent run in section 5")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")
     cfg = ap.parse_args()
     if cfg.render:
@@ -884,6 +1008,11 @@ def main():
         res["errors"] += res["aggregator"]["errors"]
         if not res["aggregator"]["scenarios"]:
             res["errors"].append("section 3 produced no figures")
+    if "5" in sections:
+        res["agent"] = section_agent(cfg, interps)
+        res["errors"] += res["agent"]["errors"]
+        if not res["agent"]["runs"]:
+            res["errors"].append("section 5 produced no figures")
     res["loadavg_end"] = open("/proc/loadavg").read().strip()
     res["elapsed_s"] = time.monotonic() - t0
     res["targets"] = judge(res)

@@ -6,6 +6,7 @@
  * once a second, so the listener's thread never touches sampling state. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,28 @@ static int encode_pprof(const struct profile *p, const struct out_pprof_opts *o,
 	return 0;
 }
 
+/* The service a process is filed under: what its environment asks for, else the first
+ * --service rule that matches its script/module or its comm, else the script/module. */
+static const char *service_of(const struct agent_config *c, const struct profile_process *pr)
+{
+	const char *guess = pr->service[0] ? pr->service : pr->comm;
+
+	if (pr->service_asked)
+		return guess;
+	for (size_t i = 0; i < c->nservice_rules; i++) {
+		const char *rule = c->service_rules[i], *eq = strrchr(rule, '=');
+		char glob[256];
+
+		if (!eq || (size_t)(eq - rule) >= sizeof(glob))
+			continue;
+		memcpy(glob, rule, (size_t)(eq - rule));
+		glob[eq - rule] = 0;
+		if (!fnmatch(glob, guess, 0) || !fnmatch(glob, pr->comm, 0))
+			return eq + 1;
+	}
+	return guess;
+}
+
 /* One export item: process `proc` of window `w`, with `samples` samples. */
 static int export_process(struct agent *a, const struct profile *w, uint32_t proc,
 			  uint64_t samples)
@@ -114,7 +137,7 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	it->until_ns = smp->end_ns;
 	it->rate_hz = smp->frequency_hz;
 	it->samples = samples;
-	export_sanitize(pr->service[0] ? pr->service : pr->comm, it->service, sizeof(it->service));
+	export_sanitize(service_of(&a->c, pr), it->service, sizeof(it->service));
 	export_item__label(it, "service_name", it->service);
 	export_item__label(it, "pid", pid);
 	export_item__label(it, "host", a->host);

@@ -14,6 +14,8 @@
 #include "export.h"
 #include "profile.h"
 
+#define AGENT_MAX_SERVICE_RULES 32 /* the --service help and error say 32 */
+
 struct agent_config {
 	uint64_t interval_ms;	      /* window length */
 	const char *export_dir;	      /* NULL: none */
@@ -29,6 +31,10 @@ struct agent_config {
 	const char *host;	      /* the host label (default: gethostname) */
 	uint64_t queue_bytes;	      /* per-sink queue bound */
 	double flush_timeout_s;	      /* at shutdown */
+	/* --service GLOB=NAME, in order: the first whose GLOB matches a process's script,
+	 * module or comm names its service, unless its environment names it */
+	const char *service_rules[AGENT_MAX_SERVICE_RULES];
+	size_t nservice_rules;
 };
 
 struct agent;

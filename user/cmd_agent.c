@@ -35,6 +35,7 @@ enum {
 	OPT_METRICS,
 	OPT_METRICS_PUBLIC,
 	OPT_HOST,
+	OPT_SERVICE,
 	OPT_QUEUE_SIZE,
 	OPT_FLUSH_TIMEOUT,
 	OPT_CONFIG,
@@ -54,6 +55,7 @@ static const struct option agent_options[] = {
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC },
 	{ "host", required_argument, NULL, OPT_HOST },
+	{ "service", required_argument, NULL, OPT_SERVICE },
 	{ "queue-size", required_argument, NULL, OPT_QUEUE_SIZE },
 	{ "flush-timeout", required_argument, NULL, OPT_FLUSH_TIMEOUT },
 	{ "config", required_argument, NULL, OPT_CONFIG },
@@ -91,6 +93,10 @@ static void agent_help(FILE *f)
 		"                         (?seconds=N&pid=P) on ADDR, e.g. 127.0.0.1:9464\n"
 		"      --metrics-public   ADDR may be a non-loopback address\n"
 		"      --host NAME        the host label (default: the host name)\n"
+		"      --service GLOB=NAME  file processes whose script, module or comm\n"
+		"                         matches GLOB under service NAME (repeat; the first\n"
+		"                         match wins; a process's PYROSCOPE_SERVICE_NAME or\n"
+		"                         OTEL_SERVICE_NAME wins over every rule)\n"
 		"      --config FILE      options from FILE: one 'name = value' per line (the long\n"
 		"                         option's name; 'name' alone for a flag; '#' comments);\n"
 		"                         the command line wins over the file\n");
@@ -166,6 +172,20 @@ static int handle_option(void *ctx, int opt, const char *arg)
 	case OPT_HOST:
 		c->host = arg;
 		return 0;
+	case OPT_SERVICE: {
+		const char *eq = strrchr(arg, '=');
+
+		/* the name goes into URLs and labels: the same characters a sanitized one has */
+		if (!eq || eq == arg || !eq[1] || eq - arg >= 256 || strlen(eq + 1) > 128 ||
+		    strspn(eq + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				   "0123456789-_.") != strlen(eq + 1))
+			return usage("invalid --service '%s' (GLOB=NAME; NAME of A-Z a-z 0-9 - _ ., "
+				     "at most 128)", arg);
+		if (c->nservice_rules == AGENT_MAX_SERVICE_RULES)
+			return usage("too many --service rules (at most 32): %s", arg);
+		c->service_rules[c->nservice_rules++] = arg;
+		return 0;
+	}
 	case OPT_QUEUE_SIZE:
 		/* down to a few windows of one process: a small host's choice, and what a
 		 * test of the queue's overflow needs to see it within seconds */

@@ -150,6 +150,7 @@ int profile__add_target(struct profile *p, const struct target *t)
 	snprintf(pr->shown.python, sizeof(pr->shown.python), "%u.%u.%u", t->ver.major,
 		 t->ver.minor, t->ver.micro);
 	snprintf(pr->shown.service, sizeof(pr->shown.service), "%s", t->service);
+	pr->shown.service_asked = t->service_asked;
 	pr->code_type = t->code_type;
 	pr->lay = t->ver.obj;
 	id = intern_add(&p->procs, hash_mix64(t->id), pr);

@@ -30,6 +30,7 @@ struct profile_process {
 	char container[65];
 	char python[16]; /* "3.12.1" */
 	char service[129]; /* service name for fleet back ends (sanitized) */
+	bool service_asked; /* named by its own environment, not guessed from its command */
 };
 
 /* Samples that reached userspace but were not counted, by reason. */

@@ -222,6 +222,7 @@ static void read_service(pid_t pid, struct target *t)
 		name = v;
 	if (name) {
 		export_sanitize(name, t->service, sizeof(t->service));
+		t->service_asked = true;
 		free(env);
 		return;
 	}

@@ -26,6 +26,7 @@ struct target {
 	char service[129];    /* service name for fleet back ends (sanitized): the process's
 			       * PYROSCOPE_SERVICE_NAME or OTEL_SERVICE_NAME, else its script or
 			       * module, else its comm */
+	bool service_asked;   /* the service name came from the process's environment */
 	char binary[256];     /* the file holding _PyRuntime, as the target sees it */
 	uint64_t code_type;   /* runtime address of PyCode_Type, 0 = unknown */
 	struct py_version ver;

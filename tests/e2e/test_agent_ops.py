@@ -733,7 +733,7 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "parca": "http://127.0.0.1:1", "otlp": "http://127.0.0.1:1",
           "basic-auth-file": "/nonexistent/auth", "token-file": "/nonexistent/token",
           "metrics": "127.0.0.1:1", "host": "h", "queue-size": "8M",
-          "flush-timeout": "2s"}
+          "flush-timeout": "2s", "service": "gunicorn*=web"}
 FLAGS = {"all", "subprocesses", "metrics-public", "verbose"}
 
 
@@ -936,3 +936,42 @@ def test_systemd_unit_verifies(tmp_path):
                     "PrivateTmp=yes", "ReadWritePaths=/var/lib/pywalk", "Restart=on-failure",
                     "ExecStart=/usr/local/bin/pywalk agent --config /etc/pywalk/agent.conf"):
         assert setting in text, setting
+
+
+# --- service names ------------------------------------------------------------------
+
+@pytest.mark.core_only
+def test_service_rules_and_the_environment(pywalk, interp, start_target, agents, tmp_path,
+                                           go_env, request_cleanup):
+    """A process is filed under what its environment asks for (PYROSCOPE_SERVICE_NAME, then
+    OTEL_SERVICE_NAME), over any --service rule; else under the first rule that matches its
+    script or comm; else under its script's name."""
+    plain = start_target(interp)
+    asked = []
+    for var, name in (("PYROSCOPE_SERVICE_NAME", "billing"), ("OTEL_SERVICE_NAME", "ledger")):
+        t = e2e.Target(interp, argv=["env", "%s=%s" % (var, name)] +
+                       interp.argv("known_shape.py"))
+        request_cleanup.append(t.stop)
+        asked.append((t.wait_ready(), name))
+    d = export_dir(tmp_path)
+    pids = [plain.pid] + [t.pid for t, _ in asked]
+    ag = agents(pywalk, ["-p", ",".join(map(str, pids)), "--interval", "2s",
+                         "--export-dir", d, "--service", "nomatch*=wrong",
+                         "--service", "known_*=web", "--service", "known_shape=second"],
+                tmp_path, metrics=False)
+    time.sleep(3)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    want = {plain.pid: "web"}
+    want.update((t.pid, name) for t, name in asked)
+    got = {}
+    for name, path in exported(d).items():
+        m = NAME_RE.match(name)
+        pid = int(m.group(3))
+        got.setdefault(pid, set()).add(m.group(2))
+        for _, _, labels in Raw(pprof_raw(go_env, path)).samples:
+            assert labels["service_name"] == want[pid], (name, labels)
+    assert got == {p: {n} for p, n in want.items()}, got
+    for bad in ("web", "=web", "x=", "x=a b", "x=" + "a" * 129):
+        r = e2e.run_pywalk(["agent", "--service", bad, "--export-dir", d])
+        assert r.returncode == 2 and "invalid --service" in r.stderr, (bad, r.stderr)
