@@ -88,12 +88,14 @@ e2e: $(O)/pywalk interpreters
 		$(PYTEST_ARGS)
 
 # The soak test alone and long (README: Tests): pywalk's memory under code-object and
-# process churn, SOAK_SECONDS a case (make test runs it for 40 s a case); figures in
+# process churn, and the agent's under --all with churn, SOAK_SECONDS a case (make test
+# runs them for 40 s a case, the agent's for 120 s); figures in
 # $(O)/soak.txt.
 SOAK_SECONDS ?= 600
 soak: $(O)/pywalk
 	$(Q)rm -f $(O)/soak.txt; SOAK_SECONDS=$(SOAK_SECONDS) SOAK_REPORT=$(abspath $(O)/soak.txt) \
 		PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e/test_soak.py \
+		tests/e2e/test_agent_ops.py::test_agent_soak_rss_and_fds_flat \
 		$(PYTEST_ARGS); s=$$?; grep -v '^  RSS' $(O)/soak.txt 2>/dev/null; exit $$s
 
 # Debian unstable's 3.13-3.15 for the end-to-end tests, cached under /var/cache/pywalk.

@@ -16,7 +16,7 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
   command line wins; SIGHUP exports the current window and takes the new settings, an
   invalid new config keeps the old one; SIGTERM/SIGINT export the last window, exit 0.
 * soak: --all with code and process churn, RSS and open descriptors flat after warm-up
-  (SOAK_SECONDS, 40 by default; `make soak` runs it longer).
+  (SOAK_SECONDS, 120 by default; `make soak` runs it longer).
 * the systemd unit passes systemd-analyze verify.
 
 Tools: prometheus and promtool (prometheus), go (golang-go), systemd-analyze; installed by
@@ -45,7 +45,7 @@ from pywalk_e2e import ks
 
 MATCH_MIN = 0.90          # share of a thread's samples that must be an expected stack
 NAME_RE = re.compile(r"^(\d{8}T\d{6}\.\d{3}Z)-(.+)-(\d+)-(\d+)\.pb\.gz$")
-SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "40"))
+SOAK_SECONDS = int(os.environ.get("SOAK_SECONDS", "120"))
 NOBODY = 65534
 MIB = 1 << 20
 
