@@ -8,14 +8,16 @@ enum log_level { LOG_QUIET = -1, LOG_ERR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DE
 
 extern int log_level;
 
-void log_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One message at `level`; under systemd (stderr is the journal's stream) it carries the
+ * journal's priority prefix, so that `journalctl -p warning` finds pywalk's warnings. */
+void log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Route libbpf's messages through log_level (-vv shows its debug output). */
 void log_hook_libbpf(void);
 
 #define pw_log(lvl, ...)                               \
 	do {                                           \
 		if (log_level >= (lvl))                \
-			log_printf("pywalk: " __VA_ARGS__); \
+			log_printf((lvl), "pywalk: " __VA_ARGS__); \
 	} while (0)
 #define pw_err(...) pw_log(LOG_ERR, __VA_ARGS__)
 #define pw_warn(...) pw_log(LOG_WARN, "warning: " __VA_ARGS__)

@@ -975,3 +975,26 @@ def test_service_rules_and_the_environment(pywalk, interp, start_target, agents,
     for bad in ("web", "=web", "x=", "x=a b", "x=" + "a" * 129):
         r = e2e.run_pywalk(["agent", "--service", bad, "--export-dir", d])
         assert r.returncode == 2 and "invalid --service" in r.stderr, (bad, r.stderr)
+
+
+def test_log_levels_reach_the_journal(pywalk, tmp_path):
+    """Under systemd (JOURNAL_STREAM names stderr's device and inode) each message carries
+    the journal's priority prefix; anywhere else it does not."""
+    log = tmp_path / "stderr"
+    for journal in (True, False):
+        log.write_text("")
+        env = dict(os.environ)
+        env.pop("JOURNAL_STREAM", None)
+        with open(log, "a") as f:
+            if journal:
+                st = os.fstat(f.fileno())
+                env["JOURNAL_STREAM"] = "%d:%d" % (st.st_dev, st.st_ino)
+            r = subprocess.run([pywalk, "agent", "--export-dir", str(tmp_path / "none"),
+                                "--pyroscope", "ftp://x"], stderr=f, env=env, timeout=60)
+        lines = log.read_text().splitlines()
+        assert r.returncode != 0 and lines, lines
+        if journal:
+            assert all(re.match(r"^<[3467]>pywalk: ", l) for l in lines), lines
+            assert lines[0].startswith("<3>"), lines
+        else:
+            assert all(l.startswith("pywalk: ") for l in lines), lines
