@@ -55,7 +55,9 @@ enum pw_outcome {
 	X(PROC_FULL, "fork children not followed (process map full)")                    \
 	X(LATENCY_ENTRIES, "latency entries")                                            \
 	X(LATENCY_DEEP, "latency entries nested too deep to pair")                       \
-	X(LATENCY_UNPAIRED, "latency returns without their entry")
+	X(LATENCY_UNPAIRED, "latency returns without their entry")                      \
+	X(OFFCPU_RESUMED, "off-CPU: blocked threads that ran again")                     \
+	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,
@@ -73,6 +75,9 @@ enum pw_counter {
  * process counters live in row 0), so every probe's hits add up on their own. */
 #define PW_MAX_PROBES 16
 #define PW_SLOT(probe, slot) ((probe) * PW_NSLOTS + (slot))
+/* The row of the off-CPU walks (one per switch-out of a target thread): the last one,
+ * which trace's probe ids never reach. */
+#define PW_PROBE_OFFCPU (PW_MAX_PROBES - 1)
 
 /* How a version's frame chain is shaped; selects the walker's rules. */
 enum pw_chain_kind {
@@ -185,6 +190,7 @@ enum pw_rec_kind {
 	PW_REC_SAMPLE = 1, /* struct pw_sample_hdr + frames */
 	PW_REC_CODE = 2,   /* struct pw_code_hdr + captured bytes */
 	PW_REC_PROC = 3,   /* struct pw_proc_rec */
+	PW_REC_OFFCPU = 4, /* struct pw_offcpu_rec */
 };
 
 /* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. */
@@ -206,6 +212,29 @@ struct pw_sample {
 	struct pw_sample_hdr hdr;
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
 };
+
+/* Off-CPU: when a target thread switches out, its stack is walked there (in its own
+ * context, by the usual rules) and shipped with weight 0; when it runs again, this record
+ * says for how long it was off CPU and why, and the stack weighs that many nanoseconds. */
+enum pw_block {
+	PW_BLOCK_PREEMPTED = 0, /* runnable: its time slice ended or a task of higher
+				 * priority woke */
+	PW_BLOCK_SLEEP = 1,	/* TASK_INTERRUPTIBLE: waiting for an event (lock, sleep,
+				 * socket, futex) */
+	PW_BLOCK_IO = 2,	/* TASK_UNINTERRUPTIBLE: disk I/O, page faults, some locks */
+	PW_BLOCK_OTHER = 3,	/* stopped, traced, ... */
+	PW_BLOCK__COUNT,
+};
+
+struct pw_offcpu_rec {
+	__u32 kind;	/* PW_REC_OFFCPU */
+	__u32 tid;	/* host tid */
+	__u64 time_ns;	/* when it ran again */
+	__u64 off_ns;	/* how long it was off CPU */
+	__u32 target;	/* of the shipped stack */
+	__u32 block;	/* enum pw_block */
+};
+_Static_assert(sizeof(struct pw_offcpu_rec) == 32, "pw_offcpu_rec is ABI");
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {

@@ -532,6 +532,8 @@ int on_perf_event(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+#include "offcpu_switch.h"
+
 /* ---- process lifecycle --------------------------------------------------------------- */
 
 static __always_inline void ship_proc(__u32 event, __u32 pid, __u32 ppid, __u32 target,

@@ -19,6 +19,8 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_MAX_PROCESSES,
 	OPT_SYMBOL_CACHE,
+	OPT_MODE,
+	OPT_MIN_BLOCK,
 };
 
 static const struct option sampling_options[] = {
@@ -31,6 +33,8 @@ static const struct option sampling_options[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES },
 	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 };
 static const struct option duration_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
@@ -70,7 +74,13 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --symbol-cache SIZE\n"
 			"                         memory for the code objects that name frames,\n"
 			"                         least recently used dropped first: 1M-64G\n"
-			"                         (default 64M; K, M, G suffixes)\n",
+			"                         (default 64M; K, M, G suffixes)\n"
+			"      --mode MODE        cpu (default): on-CPU samples; off-cpu: time\n"
+			"                         spent off CPU (sleeping, waiting, I/O,\n"
+			"                         preempted) by the stack that waited; wall: both,\n"
+			"                         in nanoseconds, every thread\n"
+			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
+			"                         (default 0; e.g. 1ms, 500us)\n",
 			default_hz ? default_hz : 99, PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
 	if (groups & CLI_DURATION)
 		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
@@ -167,6 +177,22 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 			s->symbol_cache_bytes = (size_t)bytes;
 			return 0;
 		}
+		case OPT_MODE:
+			if (!strcmp(arg, "cpu") || !strcmp(arg, "on-cpu"))
+				s->mode = CLI_MODE_CPU;
+			else if (!strcmp(arg, "off-cpu"))
+				s->mode = CLI_MODE_OFFCPU;
+			else if (!strcmp(arg, "wall"))
+				s->mode = CLI_MODE_WALL;
+			else
+				return cli_usage_error(cmd, "invalid --mode '%s' (cpu, off-cpu or wall)",
+						       arg);
+			return 0;
+		case OPT_MIN_BLOCK:
+			if (parse_duration_ns(arg, &s->min_block_ns))
+				return cli_usage_error(cmd, "invalid --min-block '%s' (e.g. 1ms, 500us, "
+							    "0)", arg);
+			return 0;
 		}
 	}
 	if (s && (spec->groups & CLI_DURATION) && c == 'd') {

@@ -17,6 +17,13 @@
 
 /* What to sample: -p/--all/--subprocesses/-- CMD, -F, -e, -d, --max-depth, --max-processes,
  * --symbol-cache */
+/* What the samples measure (--mode). */
+enum cli_mode {
+	CLI_MODE_CPU = 0, /* on-CPU samples */
+	CLI_MODE_OFFCPU,  /* time off CPU, by the stack that waited */
+	CLI_MODE_WALL,	  /* both, in one unit: every thread's time */
+};
+
 struct cli_sampling {
 	pid_t pids[CLI_MAX_PIDS];
 	size_t npids;
@@ -28,6 +35,8 @@ struct cli_sampling {
 	uint32_t max_depth;
 	uint32_t max_processes;
 	size_t symbol_cache_bytes; /* budget of the code-object cache; 0 = the default */
+	enum cli_mode mode;
+	uint64_t min_block_ns; /* off-cpu/wall: shorter times off CPU are not counted */
 };
 
 /* Where the profile goes: -o, -f */

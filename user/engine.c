@@ -17,6 +17,7 @@
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
+#include "offcpu.h"
 #include "preflight.h"
 #include "proc.h"
 #include "target.h"
@@ -48,7 +49,11 @@ struct engine {
 	int record_err;
 	struct profile *taps[ENGINE_MAX_TAPS]; /* profiles counting alongside (pulls) */
 	size_t ntaps;
+	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
 };
+
+/* Bytes of stacks held while their threads are off CPU: a thread holds one. */
+#define OFFCPU_HELD_BUDGET (64u << 20)
 
 static volatile sig_atomic_t stop_requested, reload_requested, hup_reloads;
 
@@ -241,6 +246,20 @@ static void release_gone(struct engine *e, uint64_t now, bool all)
 	e->ngone = kept;
 }
 
+/* A sample for the profile and the taps. */
+static int count_sample(void *ctx, const void *data, size_t size)
+{
+	struct engine *e = ctx;
+
+	for (size_t i = 0; i < e->ntaps; i++) {
+		int err = profile__add_record(e->taps[i], data, size);
+
+		if (err)
+			return err;
+	}
+	return profile__add_record(e->prof, data, size);
+}
+
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct engine *e = ctx;
@@ -256,13 +275,17 @@ static int on_record(void *ctx, const void *data, size_t size)
 	}
 	if (size >= sizeof(kind)) {
 		memcpy(&kind, data, sizeof(kind));
-		/* taps count samples too; code records feed the one symbol cache they share */
-		for (size_t i = 0; kind == PW_REC_SAMPLE && i < e->ntaps; i++) {
-			int err = profile__add_record(e->taps[i], data, size);
+		if (kind == PW_REC_OFFCPU)
+			return e->off ? offcpu__resume(e->off, data, size, count_sample, e) : 0;
+		if (kind == PW_REC_SAMPLE && e->off) {
+			int held = offcpu__hold(e->off, data, size);
 
-			if (err)
-				return err;
+			if (held)
+				return held < 0 ? held : 0;
 		}
+		/* taps count samples too; code records feed the one symbol cache they share */
+		if (kind == PW_REC_SAMPLE)
+			return count_sample(e, data, size);
 	}
 	return profile__add_record(e->prof, data, size);
 }
@@ -291,8 +314,13 @@ struct engine *engine__new(const struct engine_opts *opts)
 	popts = opts->profile;
 	if (!popts.symtab_bytes)
 		popts.symtab_bytes = e->s.symbol_cache_bytes;
+	popts.value = e->s.mode == CLI_MODE_OFFCPU ? PROFILE_VALUE_OFFCPU_NS :
+		      e->s.mode == CLI_MODE_WALL   ? PROFILE_VALUE_WALL_NS :
+						     PROFILE_VALUE_SAMPLES;
+	if (e->s.mode != CLI_MODE_CPU)
+		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
 	e->prof = profile__new(&popts);
-	if (!e->cache || !e->prof) {
+	if (!e->cache || !e->prof || (e->s.mode != CLI_MODE_CPU && !e->off)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -330,6 +358,7 @@ void engine__free(struct engine *e)
 	discover__free(e->disc);
 	profile__free(e->prof);
 	target_cache__free(e->cache);
+	offcpu__free(e->off);
 	free(e->gone);
 	free(e);
 }
@@ -373,7 +402,12 @@ int engine__start(struct engine *e)
 		e->launched = true;
 	}
 	log_hook_libbpf();
-	e->ld = loader__open(&(struct loader_opts){ .frequency_hz = e->s.frequency_hz,
+	e->ld = loader__open(&(struct loader_opts){ .mode = e->s.mode == CLI_MODE_OFFCPU ?
+								    LOADER_OFF_CPU :
+							    e->s.mode == CLI_MODE_WALL ?
+								    LOADER_WALL :
+								    LOADER_ON_CPU,
+						    .frequency_hz = e->s.frequency_hz,
 						    .max_depth = e->s.max_depth,
 						    .event = e->s.event,
 						    .follow_all = e->s.all,
@@ -507,6 +541,7 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 
 int engine__finish(struct engine *e)
 {
+	uint64_t stopped;
 	int err;
 
 	if (e->finished || !e->ld)
@@ -515,11 +550,20 @@ int engine__finish(struct engine *e)
 	/* stop sampling, then take what is still in the ring buffer: after this the counters
 	 * and the records agree */
 	loader__stop(e->ld);
+	stopped = now_ns();
 	profile__stop_sampling(e->prof);
 	err = loader__drain(e->ld);
 	if (err < 0) {
 		pw_err("reading samples failed: %s\n", strerror(-err));
 		return err;
+	}
+	/* threads still off CPU (a hung one) have waited since they left */
+	if (e->off) {
+		err = offcpu__flush(e->off, stopped, count_sample, e);
+		if (err < 0) {
+			pw_err("counting off-CPU time failed: %s\n", strerror(-err));
+			return err;
+		}
 	}
 	return 0;
 }
@@ -534,6 +578,9 @@ int engine__read_counts(struct engine *e, struct engine_counts *c)
 	err = loader__read_outcomes(e->ld, c->outcomes, &c->runs);
 	if (!err)
 		err = loader__read_counters(e->ld, c->counters);
+	if (!err && e->off)
+		err = loader__read_probe_outcomes(e->ld, PW_PROBE_OFFCPU, c->offcpu_outcomes,
+						  &c->offcpu_runs);
 	return err;
 }
 
@@ -547,6 +594,40 @@ const struct discover *engine__discover(const struct engine *e)
 	return e->disc;
 }
 
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+/* Every switch-out of a target thread in one bucket, and what became of the stacks. */
+static void print_offcpu_summary(struct engine *e, const struct engine_counts *c)
+{
+	const struct offcpu_stats *st = offcpu__stats(e->off);
+	uint64_t total = st->open_ns;
+
+	for (int i = 0; i < PW_BLOCK__COUNT; i++)
+		total += st->ns[i];
+	fprintf(stderr, "pywalk: %llu switch-outs of target threads, accounted as:\n",
+		(unsigned long long)c->offcpu_runs);
+	for (int i = 0; i < PW_OUT__COUNT; i++)
+		if (c->offcpu_outcomes[i] || i == PW_OUT_SHIPPED || log_level >= LOG_DEBUG)
+			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+				(unsigned long long)c->offcpu_outcomes[i]);
+	fprintf(stderr,
+		"pywalk: off-CPU: %llu stacks, %.3f s counted: %llu waits ended (%.3f s sleeping, %.3f s "
+		"uninterruptible/I/O, %.3f s preempted, %.3f s other), %llu still waiting at the "
+		"end (%.3f s); not counted: %llu shorter than --min-block, %llu left again "
+		"before their return was seen, %llu over the memory budget, %llu of an ended "
+		"lifetime\n",
+		(unsigned long long)st->held, secs(total), (unsigned long long)st->counted,
+		secs(st->ns[PW_BLOCK_SLEEP]),
+		secs(st->ns[PW_BLOCK_IO]), secs(st->ns[PW_BLOCK_PREEMPTED]),
+		secs(st->ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end,
+		secs(st->open_ns), (unsigned long long)st->short_blocks,
+		(unsigned long long)st->replaced, (unsigned long long)st->over_budget,
+		(unsigned long long)st->ended);
+}
+
 void engine__print_summary(struct engine *e, const struct engine_counts *c)
 {
 	const struct profile_drops *d = profile__drops(e->prof);
@@ -555,10 +636,15 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 
 	if (log_level < LOG_INFO)
 		return;
-	fprintf(stderr, "pywalk: %llu perf events, accounted as:\n", (unsigned long long)c->runs);
-	for (int i = 0; i < PW_OUT__COUNT; i++)
-		fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
-			(unsigned long long)c->outcomes[i]);
+	if (e->off)
+		print_offcpu_summary(e, c);
+	if (e->s.mode != CLI_MODE_OFFCPU) {
+		fprintf(stderr, "pywalk: %llu perf events, accounted as:\n",
+			(unsigned long long)c->runs);
+		for (int i = 0; i < PW_OUT__COUNT; i++)
+			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+				(unsigned long long)c->outcomes[i]);
+	}
 	if (dropped)
 		fprintf(stderr,
 			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "

@@ -32,6 +32,9 @@ struct engine_counts {
 	uint64_t outcomes[PW_OUT__COUNT];
 	uint64_t runs;			  /* sampler runs; the outcomes add up to it */
 	uint64_t counters[PW_CNT__COUNT]; /* code and process records */
+	/* --mode off-cpu, wall: every switch-out of a target thread in one outcome */
+	uint64_t offcpu_outcomes[PW_OUT__COUNT];
+	uint64_t offcpu_runs;
 };
 
 /* Check privileges and the kernel, and (without touching the kernel) that the named PIDs

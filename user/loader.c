@@ -103,6 +103,9 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	 * otherwise (the other probe programs have no target to auto-attach to) */
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_exit, false);
+	/* every context switch of the host runs it: only when off-CPU time is asked for */
+	ld->skel->rodata->offcpu_on = opts->mode != LOADER_ON_CPU;
+	bpf_program__set_autoattach(ld->skel->progs.on_switch, opts->mode != LOADER_ON_CPU);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
@@ -121,7 +124,7 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	}
 	for (int cpu = 0; cpu < ncpus; cpu++)
 		ld->pfds[cpu] = -1;
-	for (int cpu = 0; cpu < ncpus; cpu++) {
+	for (int cpu = 0; opts->mode != LOADER_OFF_CPU && cpu < ncpus; cpu++) {
 		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
 		if (fd < 0) {
@@ -169,6 +172,10 @@ fail:
 
 void loader__stop(struct loader *ld)
 {
+	if (ld->skel && ld->skel->links.on_switch) {
+		bpf_link__destroy(ld->skel->links.on_switch);
+		ld->skel->links.on_switch = NULL;
+	}
 	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++) {
 		bpf_link__destroy(ld->links[cpu]);
 		ld->links[cpu] = NULL;

@@ -12,7 +12,15 @@
 
 struct loader;
 
+/* What the samples measure. */
+enum loader_mode {
+	LOADER_ON_CPU = 0, /* perf events: on-CPU samples */
+	LOADER_OFF_CPU,	   /* sched_switch: off-CPU time by the stack that waited */
+	LOADER_WALL,	   /* both: on-CPU samples and off-CPU time, every thread */
+};
+
 struct loader_opts {
+	enum loader_mode mode;
 	uint32_t frequency_hz;
 	uint32_t max_depth;
 	const char *event;    /* "cpu-clock" (default), "cycles", "task-clock" */

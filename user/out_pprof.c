@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* pprof: a gzipped perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto),
  * what pprof, Pyroscope and Parca read. One Sample per interned (pid, tid) stack with values
- * [samples/count, cpu/nanoseconds] and labels pid, tid, thread_name (plus process_name with
+ * [samples/count, cpu/nanoseconds] (off_cpu/nanoseconds or wall/nanoseconds alone for
+ * --mode off-cpu and wall) and labels pid, tid, thread_name (plus process_name with
  * several processes, ns_pid and container_id in a container); one Location per
  * (function, line) frame; one Function per (qualname, file). Thread and process root frames
  * are not added: pprof keeps them as labels (`pprof -tagroot thread_name`). */
@@ -132,6 +133,8 @@ static int put_samples(struct pprof *pp)
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *frames = agg__stack_frames(agg, s);
 		uint64_t values[2] = { s->count, s->count * period_ns };
+		/* off-cpu and wall counts are nanoseconds already: one value */
+		size_t nvalues = profile__counts_ns(pp->p) ? 1 : period_ns ? 2 : 1;
 
 		if ((pp->o->proc >= 0 && s->proc != (uint32_t)pp->o->proc) ||
 		    (pp->o->pid > 0 && s->pid != (uint64_t)pp->o->pid))
@@ -144,7 +147,7 @@ static int put_samples(struct pprof *pp)
 		strbuf_reset(&pp->msg);
 		err = pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
 		if (!err)
-			err = pb_packed(&pp->msg, SAMPLE_VALUE, values, period_ns ? 2 : 1);
+			err = pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues);
 		if (!err)
 			err = put_label(pp, "pid", NULL, s->pid);
 		if (!err)
@@ -243,6 +246,17 @@ static int put_header(struct pprof *pp)
 	int64_t comment;
 	int err;
 
+	if (profile__counts_ns(pp->p)) {
+		const char *name = profile__value_name(pp->p);
+
+		/* off_cpu/nanoseconds or wall/nanoseconds: the only value, period 1 ns */
+		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, name, "nanoseconds");
+		if (!err)
+			err = put_value_type(pp, PROFILE_PERIOD_TYPE, name, "nanoseconds");
+		if (!err)
+			err = pb_uint(&pp->out, PROFILE_PERIOD, 1);
+		goto times;
+	}
 	err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
 	if (!err && period_ns)
 		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
@@ -255,6 +269,7 @@ static int put_header(struct pprof *pp)
 			err = pb_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE,
 				      (uint64_t)str_id(pp, "cpu"));
 	}
+times:
 	if (!err)
 		err = pb_uint(&pp->out, PROFILE_TIME_NANOS, smp->start_ns);
 	if (!err)

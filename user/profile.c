@@ -211,12 +211,19 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 	return id < 0 ? id : fid;
 }
 
+static uint64_t sample_period_ns(const struct profile *p)
+{
+	return p->sampling.frequency_hz ? 1000000000ull / p->sampling.frequency_hz : 0;
+}
+
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
 {
 	const struct pw_frame *frames;
 	struct symtab_target st;
 	int64_t proc;
 	uint32_t n = 0;
+	uint64_t weight;
+	uint16_t probe;
 	int err;
 
 	if (h->nframes > PW_MAX_FRAMES_CAP ||
@@ -266,10 +273,16 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (p->nsampled > 1)
 			p->opts.by_process = true;
 	}
+	probe = h->probe;
+	weight = h->weight ? h->weight : 1;
+	if (probe == PW_PROBE_OFFCPU)
+		probe = 0; /* time off CPU, counted with the sampler's stacks (wall) */
+	else if (probe == 0 && p->opts.value == PROFILE_VALUE_WALL_NS)
+		weight *= sample_period_ns(p); /* a sample stands for a period on CPU */
 	return agg__add(p->agg,
 			&(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
-					   .probe = h->probe },
-			p->ids, n, h->weight ? h->weight : 1);
+					   .probe = probe },
+			p->ids, n, weight);
 }
 
 static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
@@ -339,7 +352,24 @@ const struct profile_sampling *profile__sampling(const struct profile *p)
 
 uint64_t profile__period_ns(const struct profile *p)
 {
-	return p->sampling.frequency_hz ? 1000000000ull / p->sampling.frequency_hz : 0;
+	return profile__counts_ns(p) ? 1 : sample_period_ns(p);
+}
+
+bool profile__counts_ns(const struct profile *p)
+{
+	return p->opts.value != PROFILE_VALUE_SAMPLES;
+}
+
+const char *profile__value_name(const struct profile *p)
+{
+	switch (p->opts.value) {
+	case PROFILE_VALUE_OFFCPU_NS:
+		return "off_cpu";
+	case PROFILE_VALUE_WALL_NS:
+		return "wall";
+	default:
+		return "cpu";
+	}
 }
 
 uint64_t profile__duration_ns(const struct profile *p)

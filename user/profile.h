@@ -13,7 +13,15 @@
 #include "target.h"
 
 /* Presentation choices; samples are always kept per (process lifetime, tid). */
+/* What a stack's count is. */
+enum profile_value {
+	PROFILE_VALUE_SAMPLES = 0, /* on-CPU samples (cpu time = count x period) */
+	PROFILE_VALUE_OFFCPU_NS,   /* nanoseconds off CPU */
+	PROFILE_VALUE_WALL_NS,	   /* nanoseconds on CPU (samples x period) and off CPU */
+};
+
 struct profile_opts {
+	enum profile_value value;
 	bool by_thread;	     /* writers add a root frame per thread */
 	bool by_process;     /* writers add a root frame per process (turned on when a
 			      * second process has samples) */
@@ -82,7 +90,13 @@ void profile__set_sampling(struct profile *p, uint32_t frequency_hz, uint64_t st
 			   uint64_t end_ns);
 const struct profile_sampling *profile__sampling(const struct profile *p);
 /* Nanoseconds of CPU time one sample stands for (1e9 / frequency); 0 when unknown. */
+/* What one count is worth in nanoseconds: the sampling period for samples, 1 for profiles
+ * whose counts are nanoseconds; 0 when unknown. */
 uint64_t profile__period_ns(const struct profile *p);
+/* The measured quantity, as pprof's value types name it: "cpu", "off_cpu" or "wall". */
+const char *profile__value_name(const struct profile *p);
+/* Counts are nanoseconds (off-cpu, wall), not samples. */
+bool profile__counts_ns(const struct profile *p);
 /* Wall-clock length of the recording in ns: end (or now, while running) minus start. */
 uint64_t profile__duration_ns(const struct profile *p);
 

@@ -54,6 +54,33 @@ int parse_duration_ms(const char *arg, uint64_t *out_ms)
 	return 0;
 }
 
+int parse_duration_ns(const char *arg, uint64_t *out_ns)
+{
+	static const struct {
+		const char *suffix;
+		double ns;
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
+		      { "m", 60e9 }, { "h", 3600e9 } };
+	char *end;
+	double v;
+
+	if (!arg || !*arg || *arg == '-' || *arg == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !(v >= 0))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix))
+			continue;
+		if (v * units[i].ns > 1e18)
+			return -ERANGE;
+		*out_ns = (uint64_t)(v * units[i].ns + 0.5);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int parse_size(const char *arg, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned int shift = 0;

@@ -13,6 +13,8 @@
 int parse_u32(const char *arg, uint32_t min, uint32_t max, uint32_t *out);
 /* Parse "10", "10s", "500ms", "2m" into milliseconds; 0 or -EINVAL/-ERANGE. */
 int parse_duration_ms(const char *arg, uint64_t *out_ms);
+/* A duration with ns, us, ms, s (the default), m or h; 0 allowed. 0 or -EINVAL/-ERANGE. */
+int parse_duration_ns(const char *arg, uint64_t *out_ns);
 /* Parse a byte count "1048576", "512K", "64M", "2G" (powers of 1024) in [min, max]; 0 or
  * -EINVAL/-ERANGE. */
 int parse_size(const char *arg, uint64_t min, uint64_t max, uint64_t *out);

@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""--mode off-cpu and wall against tests/targets/offcpu_target.py, on every interpreter:
+three threads that wait in known places for known shares of their time.
+
+* off-cpu: the thread that sleeps in time.sleep(0.2) and the one that waits on a lock
+  (0.3 s timeouts) each weigh their whole time off CPU (±15 %), under their exact stacks
+  (qualname, file, line of every frame); the main thread's sleeps are under its sleep line;
+  every switch-out is in one bucket, every shipped stack in one pairing bucket.
+* --min-block: waits shorter than it are not counted, and counted as such.
+* wall: the main thread's time splits ~30/70 between `busy` and its sleep (±7 points; the
+  busy loop is bounded by the wall clock, so a loaded machine does not move the split), and
+  the sleeping threads appear with their whole time.
+* pprof: the value type is off_cpu/nanoseconds (wall/nanoseconds), read by go tool pprof.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import pywalk_e2e as e2e
+
+SECONDS = 4
+OFFCPU_RE = re.compile(
+    r"^pywalk: off-CPU: (?P<held>\d+) stacks, (?P<total>[\d.]+) s counted: (?P<resumed>\d+) "
+    r"waits ended \((?P<sleep>[\d.]+) s sleeping, (?P<io>[\d.]+) s uninterruptible/I/O, "
+    r"(?P<pre>[\d.]+) s preempted, (?P<other>[\d.]+) s other\), (?P<open>\d+) still waiting "
+    r"at the end \((?P<open_s>[\d.]+) s\); not counted: (?P<short>\d+) shorter than "
+    r"--min-block, (?P<replaced>\d+) left again before their return was seen, "
+    r"(?P<budget>\d+) over the memory budget, (?P<ended>\d+) of an ended lifetime$", re.M)
+SWITCH_HEAD_RE = re.compile(r"^pywalk: (\d+) switch-outs of target threads, accounted as:$",
+                            re.M)
+ROW_RE = re.compile(r"^  (\S.*?)\s+(\d+)$")
+
+
+def markers():
+    found = {}
+    with open(os.path.join(e2e.TARGETS_DIR, "offcpu_target.py")) as f:
+        for lineno, line in enumerate(f, 1):
+            m = re.search(r"#\s*@(\w+)\s*$", line)
+            if m:
+                found[m.group(1)] = lineno
+    return found
+
+
+def offcpu_summary(stderr):
+    """(switch-outs, {outcome: n}, {pairing field: value}); asserts both add up."""
+    m = SWITCH_HEAD_RE.search(stderr)
+    assert m, "no switch-out accounting:\n" + stderr
+    runs, rows = int(m.group(1)), {}
+    for line in stderr[m.end():].splitlines()[1:]:
+        r = ROW_RE.match(line)
+        if not r:
+            break
+        rows[r.group(1)] = int(r.group(2))
+    assert sum(rows.values()) == runs, "switch-outs do not add up:\n" + stderr
+    p = OFFCPU_RE.search(stderr)
+    assert p, "no off-CPU pairing line:\n" + stderr
+    pair = dict((k, float(v) if "." in v else int(v)) for k, v in p.groupdict().items())
+    assert pair["held"] == rows["shipped"], "a shipped stack never reached the pairing:\n" + \
+        stderr
+    assert pair["held"] == pair["resumed"] + pair["open"] + pair["short"] + \
+        pair["replaced"] + pair["budget"] + pair["ended"], \
+        "a stack is in no pairing bucket:\n" + stderr
+    return runs, rows, pair
+
+
+def record(interp, start_target, tmp_path, *args, out="off.folded"):
+    t = start_target(interp, script="offcpu_target.py")
+    path = str(tmp_path / out)
+    r = e2e.run_pywalk(["record", "-p", t.pid, "-d", SECONDS, "-o", path] + list(args),
+                       timeout=120)
+    assert r.returncode == 0, e2e.describe_run(r, path)
+    return t, path, r
+
+
+def by_leaf(rows, script):
+    """{(function, line) of the deepest frame in the script: ns}; `busy` at any of its
+    lines is ("busy", its @busy line): its loop has two."""
+    m = markers()
+    out = {}
+    for frames, n in rows:
+        py = [e2e.parse_py_frame(f) for f in frames]
+        mine = [p for p in py if p and p[1].endswith(script)]
+        key = (mine[-1][0], mine[-1][2]) if mine else None
+        if key and key[0] == "busy" and m["busy"] - 3 <= key[1] <= m["busy"] + 2:
+            key = ("busy", m["busy"])
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, tmp_path):
+    m = markers()
+    t, path, r = record(interp, start_target, tmp_path, "--mode", "off-cpu")
+    runs, outcomes, pair = offcpu_summary(r.stderr)
+    rows = e2e.parse_folded(path)
+    leaves = by_leaf(rows, t.script_path)
+    wall_ns = SECONDS * 1e9
+    nap = leaves.get(("nap", m["nap_sleep"]), 0)
+    wait = leaves.get(("waiter", m["wait_lock"]), 0)
+    main_sleep = leaves.get(("<module>", m["main_sleep"]), 0)
+    total = sum(leaves.values())
+    print("%s: %d switch-outs; nap %.2f s, waiter %.2f s, main asleep %.2f s of %d s; "
+          "%.2f s counted in all; pairing %s" % (
+              interp, runs, nap / 1e9, wait / 1e9, main_sleep / 1e9, SECONDS, total / 1e9,
+              pair))
+    assert 0.85 * wall_ns <= nap <= 1.05 * wall_ns, "nap: %.2f s" % (nap / 1e9)
+    assert 0.85 * wall_ns <= wait <= 1.05 * wall_ns, "waiter: %.2f s" % (wait / 1e9)
+    assert 0.55 * wall_ns <= main_sleep <= 0.8 * wall_ns, "main: %.2f s" % (main_sleep / 1e9)
+    # the waits are exactly those three places, or preemptions of `busy`
+    known = nap + wait + main_sleep + leaves.get(("busy", m["busy"]), 0) + \
+        leaves.get(("<module>", m["main_busy"]), 0)
+    assert known >= 0.99 * total, "off-CPU time in unexpected stacks: %s" % {
+        k: v for k, v in leaves.items() if k not in (
+            ("nap", m["nap_sleep"]), ("waiter", m["wait_lock"]),
+            ("<module>", m["main_sleep"]), ("busy", m["busy"]))}
+    # a whole stack, root first: the thread's bootstrap, then the function at its line
+    for frames, n in rows:
+        py = [e2e.parse_py_frame(f) for f in frames]
+        if py[-1][:1] == ("nap",):
+            assert py[-1][2] == m["nap_sleep"] and py[0][0] in (
+                "Thread._bootstrap", "_bootstrap"), py
+    assert pair["sleep"] >= 0.85 * 2 * SECONDS, pair  # nap and waiter sleep interruptibly
+    assert pair["budget"] == 0 and pair["replaced"] <= 0.001 * pair["held"] + 2, pair
+
+
+def test_min_block_leaves_out_short_waits(pywalk, interp, start_target, tmp_path):
+    m = markers()
+    # the main thread's sleeps are 70 ms, nap's 200 ms, waiter's 300 ms: a 100 ms floor
+    # keeps the last two only
+    t, path, r = record(interp, start_target, tmp_path, "--mode", "off-cpu",
+                        "--min-block", "100ms")
+    runs, outcomes, pair = offcpu_summary(r.stderr)
+    leaves = by_leaf(e2e.parse_folded(path), t.script_path)
+    assert leaves.get(("<module>", m["main_sleep"]), 0) == 0, leaves
+    assert leaves.get(("nap", m["nap_sleep"]), 0) >= 0.85 * SECONDS * 1e9, leaves
+    assert pair["short"] >= SECONDS * 10 * 0.8, pair  # the main thread's ten a second
+
+
+def test_wall_splits_each_threads_time(pywalk, interp, start_target, tmp_path):
+    m = markers()
+    t, path, r = record(interp, start_target, tmp_path, "--mode", "wall", "-F", "199")
+    runs, outcomes, pair = offcpu_summary(r.stderr)
+    total, buckets = e2e.check_summary(r.stderr)
+    leaves = by_leaf(e2e.parse_folded(path), t.script_path)
+    busy = leaves.get(("busy", m["busy"]), 0) + leaves.get(("<module>", m["main_busy"]), 0)
+    sleep = leaves.get(("<module>", m["main_sleep"]), 0)
+    share = busy / (busy + sleep)
+    print("%s: main thread busy %.2f s, asleep %.2f s: %.1f%% busy; nap %.2f s" % (
+        interp, busy / 1e9, sleep / 1e9, share * 100,
+        leaves.get(("nap", m["nap_sleep"]), 0) / 1e9))
+    assert 0.23 <= share <= 0.37, "busy share %.3f" % share
+    assert 0.85 * SECONDS <= (busy + sleep) / 1e9 <= 1.1 * SECONDS, (busy, sleep)
+    assert leaves.get(("nap", m["nap_sleep"]), 0) >= 0.85 * SECONDS * 1e9, leaves
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("mode,kind", [("off-cpu", "off_cpu"), ("wall", "wall")])
+def test_pprof_value_type(pywalk, interp, start_target, tmp_path, mode, kind):
+    go = shutil.which("go")
+    if not go:
+        if os.environ.get("CI"):
+            pytest.fail("go is not installed (golang-go)")
+        pytest.skip("go is not installed (golang-go)")
+    t, path, r = record(interp, start_target, tmp_path, "--mode", mode, out="p.pb.gz")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
+               PPROF_TMPDIR=str(tmp_path), GOTOOLCHAIN="local")
+    out = subprocess.run([go, "tool", "pprof", "-raw", path], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "PeriodType: %s nanoseconds" % kind in out.stdout, out.stdout[:500]
+    assert re.search(r"^%s/nanoseconds(\[dflt\])?$" % kind, out.stdout, re.M), out.stdout[:800]
+    top = subprocess.run([go, "tool", "pprof", "-top", path], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert "Type: %s" % kind in top.stdout and " nap" in top.stdout, top.stdout
+
+
+def test_bad_mode_and_min_block(pywalk):
+    for args, msg in ((["--mode", "idle"], "invalid --mode 'idle' (cpu, off-cpu or wall)"),
+                      (["--mode", "off-cpu", "--min-block", "1 ms"], "invalid --min-block")):
+        r = e2e.run_pywalk(["record", "-p", "1"] + args)
+        assert r.returncode == 2 and msg in r.stderr, r.stderr

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+"""Threads that wait in known places for known shares of their time.
+
+* main: ~30% busy in `busy` (by the wall clock, so a busy machine does not change the
+  split), ~70% asleep in time.sleep, in a loop of 100 ms.
+* nap: asleep in time.sleep(0.2), all the time.
+* waiter: waits on a lock the main thread holds for ever, 0.3 s at a time.
+"""
+import threading
+import time
+
+held = threading.Lock()
+held.acquire()
+
+
+def busy(seconds):
+    end = time.perf_counter() + seconds
+    n = 0
+    while time.perf_counter() < end:  # @busy
+        n += 1
+    return n
+
+
+def nap():
+    while True:
+        time.sleep(0.2)  # @nap_sleep
+
+
+def waiter():
+    while True:
+        if held.acquire(timeout=0.3):  # @wait_lock
+            held.release()
+
+
+threading.Thread(target=nap, daemon=True).start()
+threading.Thread(target=waiter, daemon=True).start()
+print("READY", flush=True)
+while True:
+    busy(0.03)  # @main_busy
+    time.sleep(0.07)  # @main_sleep
