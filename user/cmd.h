@@ -11,5 +11,6 @@ enum exit_code { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 int cmd_record(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 #endif

@@ -192,8 +192,10 @@ static void op_began(void *ctx, const struct target *t)
 		err = profile__add_target(e->taps[i], t);
 	if (err)
 		e->record_err = err;
-	pw_debug("PID %d (%s): Python %u.%u.%u, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
-		 t->pid, t->comm, t->ver.major, t->ver.minor, t->ver.micro,
+	char ver[16];
+
+	pw_debug("PID %d (%s): Python %s, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
+		 t->pid, t->comm, py_version_str(&t->ver, ver, sizeof(ver)),
 		 (unsigned long long)t->ver.cfg.runtime_addr, t->binary, t->id,
 		 t->container[0] ? ", container " : "", t->container);
 }

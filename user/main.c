@@ -14,6 +14,7 @@ static const struct cmd {
 	{ "record", cmd_record, "sample Python stacks of processes or a command, write a profile" },
 	{ "top", cmd_top, "live view of the functions processes spend CPU in, like top" },
 	{ "agent", cmd_agent, "always-on host profiler: windows to Pyroscope, Parca, OTLP, files" },
+	{ "dump", cmd_dump, "every thread's Python stack of a process, now (where is it stuck?)" },
 };
 
 static void usage(FILE *f)

@@ -147,8 +147,7 @@ int profile__add_target(struct profile *p, const struct target *t)
 	pr->shown.nspid = t->nspid ? t->nspid : t->pid;
 	snprintf(pr->shown.comm, sizeof(pr->shown.comm), "%s", t->comm[0] ? t->comm : "?");
 	snprintf(pr->shown.container, sizeof(pr->shown.container), "%s", t->container);
-	snprintf(pr->shown.python, sizeof(pr->shown.python), "%u.%u.%u", t->ver.major,
-		 t->ver.minor, t->ver.micro);
+	py_version_str(&t->ver, pr->shown.python, sizeof(pr->shown.python));
 	snprintf(pr->shown.service, sizeof(pr->shown.service), "%s", t->service);
 	pr->shown.service_asked = t->service_asked;
 	pr->code_type = t->code_type;

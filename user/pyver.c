@@ -383,6 +383,16 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	return 0;
 }
 
+const char *py_version_str(const struct py_version *v, char *buf, size_t size)
+{
+	/* a release's PY_VERSION_HEX always has a level (0xa, 0xb, 0xc or 0xf) */
+	if (!(v->hexversion & 0xffff))
+		snprintf(buf, size, "%u.%u", v->major, v->minor);
+	else
+		snprintf(buf, size, "%u.%u.%u", v->major, v->minor, v->micro);
+	return buf;
+}
+
 int pyver_detect(pid_t pid, uint64_t runtime_addr, const struct elf_pyinfo *elf,
 		 struct py_version *out, char *why, size_t why_size)
 {

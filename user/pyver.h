@@ -39,6 +39,10 @@ struct py_version {
 	struct py_objlayout obj;
 };
 
+/* "3.11.2", or "3.10" when the build does not record its micro version (3.10 has no
+ * Py_Version): a guessed ".0" would be a wrong label. Returns buf. */
+const char *py_version_str(const struct py_version *v, char *buf, size_t size);
+
 /* Detect the version of the interpreter whose _PyRuntime is at `runtime_addr` in `pid`;
  * `elf` describes the binary holding it. On failure
  * returns -ENOTSUP (unsupported or free-threaded build) or -EFAULT/-ESRCH and puts a

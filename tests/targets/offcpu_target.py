@@ -6,6 +6,7 @@
 * nap: asleep in time.sleep(0.2), all the time.
 * waiter: waits on a lock the main thread holds for ever, 0.3 s at a time.
 """
+import os
 import threading
 import time
 
@@ -21,7 +22,15 @@ def busy(seconds):
     return n
 
 
+named = threading.Event()
+
+
 def nap():
+    if os.environ.get("HOSTILE_COMM"):
+        # a thread name that would clear a terminal and retitle it, if printed raw
+        import ctypes
+        ctypes.CDLL(None).prctl(15, b"\x1b[2J\x1b]0;x\x07", 0, 0, 0)  # PR_SET_NAME
+    named.set()
     while True:
         time.sleep(0.2)  # @nap_sleep
 
@@ -34,6 +43,7 @@ def waiter():
 
 threading.Thread(target=nap, daemon=True).start()
 threading.Thread(target=waiter, daemon=True).start()
+named.wait()
 print("READY", flush=True)
 while True:
     busy(0.03)  # @main_busy

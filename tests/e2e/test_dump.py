@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: MIT
+"""pywalk dump against tests/targets/offcpu_target.py on every interpreter: every thread's
+stack of one instant, exact (qualname, file and line of every frame, innermost first), each
+thread under its own tid with its state and wait channel; the process runs on afterwards,
+untraced; --json parses and says the same; --nonblocking reads without pausing; a thread
+name with terminal escapes is printed inert; bad input fails with one clear line."""
+import json
+import os
+import re
+import time
+
+import pytest
+
+import pywalk_e2e as e2e
+
+FRAME_RE = re.compile(r"^    (.+) \((.+):(\d+)\)$")
+THREAD_RE = re.compile(r'^Thread (\d+) "(.*)" \((.+?)\):?$')
+
+
+def markers():
+    found = {}
+    with open(os.path.join(e2e.TARGETS_DIR, "offcpu_target.py")) as f:
+        for lineno, line in enumerate(f, 1):
+            m = re.search(r"#\s*@(\w+)\s*$", line)
+            if m:
+                found[m.group(1)] = lineno
+    return found
+
+
+def parse_text(out):
+    """{tid: (name, state text, [(function, file, line)] innermost first)}"""
+    threads, cur = {}, None
+    for line in out.splitlines():
+        m = THREAD_RE.match(line)
+        if m:
+            cur = int(m.group(1))
+            threads[cur] = (m.group(2), m.group(3), [])
+            continue
+        f = FRAME_RE.match(line)
+        if f and cur is not None:
+            threads[cur][2].append((f.group(1), f.group(2), int(f.group(3))))
+    return threads
+
+
+def check_threads(threads, t, m):
+    """The three threads of the target, each exactly where it can be."""
+    tids = sorted(int(x) for x in os.listdir("/proc/%d/task" % t.pid))
+    assert sorted(threads) == tids, (sorted(threads), tids)
+    script = t.script_path
+    seen = set()
+    for tid, (name, state, frames) in threads.items():
+        assert frames, (tid, state)
+        leaf, root = frames[0], frames[-1]
+        if tid == t.pid:
+            assert root[:1] == ("<module>",) and root[1] == script, frames
+            assert (leaf[0], leaf[2]) in (("<module>", m["main_sleep"]),) or (
+                leaf[0] == "busy" and m["busy"] - 3 <= leaf[2] <= m["busy"] + 2), frames
+            if leaf[0] == "busy":
+                assert frames[1] == ("<module>", script, m["main_busy"]), frames
+            seen.add("main")
+        else:
+            assert root[0].endswith("_bootstrap"), frames
+            assert (leaf[0], leaf[1], leaf[2]) in (("nap", script, m["nap_sleep"]),
+                                                   ("waiter", script, m["wait_lock"])), frames
+            assert frames[1][0].endswith("run"), frames  # Thread.run (3.10: run)
+            seen.add(leaf[0])
+            assert state.startswith("sleeping"), state
+    assert seen == {"main", "nap", "waiter"}, seen
+
+
+def status(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def test_dump_every_thread_exactly(pywalk, interp, start_target):
+    m = markers()
+    t = start_target(interp, script="offcpu_target.py")
+    time.sleep(0.3)
+    r = e2e.run_pywalk(["dump", "-p", t.pid])
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[0]
+    # 3.10 does not record its micro version: it is not guessed
+    shown = "3.10" if interp.version == "3.10" else interp.full_version
+    assert re.match(r"^Process %d \(.+\), CPython %s, 3 threads:$" % (
+        t.pid, re.escape(shown)), head), head
+    check_threads(parse_text(r.stdout), t, m)
+    # it runs on, and nobody traces it any more
+    assert status(t.pid, "TracerPid") == "0"
+    time.sleep(0.3)
+    assert status(t.pid, "State")[0] in "RS", status(t.pid, "State")
+    assert t.proc.poll() is None
+
+
+def test_dump_json_and_nonblocking(pywalk, interp, start_target):
+    m = markers()
+    t = start_target(interp, script="offcpu_target.py")
+    time.sleep(0.3)
+    for extra in ([], ["--nonblocking"]):
+        r = e2e.run_pywalk(["dump", "-p", t.pid, "--json"] + extra)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        (p,) = doc["processes"]
+        assert p["pid"] == t.pid and p["paused"] == (not extra), p
+        threads = {}
+        for th in p["threads"]:
+            assert th["status"] == "ok", th
+            threads[th["tid"]] = (th["name"], "sleeping" if th["state"] == "S" else th["state"],
+                                  [(f["function"], f["file"], f["line"]) for f in th["frames"]])
+        check_threads(threads, t, m)
+
+
+@pytest.mark.core_only
+def test_dump_escapes_a_hostile_thread_name(pywalk, interp):
+    # only a thread itself may rename itself: the target's nap thread does, with prctl
+    t = e2e.Target(interp, "offcpu_target.py",
+                   argv=["env", "HOSTILE_COMM=1"] + interp.argv("offcpu_target.py"))
+    try:
+        t.wait_ready()
+        _check_hostile(t)
+    finally:
+        t.stop()
+
+
+def _check_hostile(t):
+    for args in ([], ["--json"]):
+        r = e2e.run_pywalk(["dump", "-p", t.pid] + args)
+        assert r.returncode == 0, r.stderr
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout, repr(r.stdout)
+    assert "\\x1b[2J" in e2e.run_pywalk(["dump", "-p", t.pid]).stdout
+
+
+def test_dump_bad_input(pywalk, tmp_path):
+    cases = [(["dump"], 2, "give the process to dump: -p PID"),
+             (["dump", "-p", "x"], 2, "invalid PID list 'x'"),
+             (["dump", "-p", "999999999"], 1, "999999999"),
+             (["dump", "-p", str(os.getpid()), "--max-depth", "0"], 2, "invalid --max-depth")]
+    for args, rc, msg in cases:
+        r = e2e.run_pywalk(args)
+        assert r.returncode == rc and msg in r.stderr, (args, r.returncode, r.stderr)
+    sleeper = e2e.subprocess.Popen(["sleep", "30"])
+    try:
+        r = e2e.run_pywalk(["dump", "-p", sleeper.pid])
+        assert r.returncode == 1 and "not a Python process" in r.stderr, r.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/* pywalk dump: pause, read every thread state, walk, resume (dump.h). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dump.h"
+#include "proc.h"
+
+/* The walker reads the target through this; one dump at a time. */
+static pid_t reading_pid;
+
+static int read_target(void *dst, uint32_t size, uint64_t addr)
+{
+	return proc_read_mem(reading_pid, addr, dst, size);
+}
+
+#define PW_READ_USER(dst, size, addr) read_target((dst), (size), (addr))
+#include "walk.h"
+
+#define MAX_THREADS 4096
+/* offsetof(struct pthread, tid) in glibc on x86-64 (stable since 2.x; checked against the
+ * process's own thread list before it is believed) */
+#define GLIBC_PTHREAD_TID_OFFSET 0x2d0
+/* Not paused: reads of every thread state until none moved under the walk. */
+#define NONBLOCKING_ATTEMPTS 20
+
+struct task_list {
+	pid_t tids[MAX_THREADS];
+	size_t n;
+	/* state and wait channel of each, read before the pause (which would show as
+	 * "stopped in ptrace_stop") */
+	char state[MAX_THREADS];
+	char wchan[MAX_THREADS][64];
+};
+
+static int list_tasks(pid_t pid, struct task_list *l)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	l->n = 0;
+	while ((e = readdir(d)) && l->n < MAX_THREADS) {
+		long tid = strtol(e->d_name, NULL, 10);
+
+		if (tid > 0)
+			l->tids[l->n++] = (pid_t)tid;
+	}
+	closedir(d);
+	return 0;
+}
+
+static bool listed(const struct task_list *l, pid_t tid)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* State letter and wait channel of one thread, from /proc. */
+static void read_task_state(pid_t pid, pid_t tid, char *state, char *wchan, size_t wchan_size)
+{
+	char path[96], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+		buf[n] = 0;
+		/* the comm may hold ')': the state follows the last one */
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2])
+			*state = p[2];
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		size_t n = fread(wchan, 1, wchan_size - 1, f);
+
+		wchan[n] = 0;
+		if (!strcmp(wchan, "0"))
+			wchan[0] = 0;
+		fclose(f);
+	}
+}
+
+static void read_task_states(pid_t pid, struct task_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		l->state[i] = 0;
+		l->wchan[i][0] = 0;
+		read_task_state(pid, l->tids[i], &l->state[i], l->wchan[i], sizeof(l->wchan[i]));
+	}
+}
+
+/* Seize and stop every thread, again until no new thread appeared meanwhile. */
+static int pause_all(pid_t pid, struct task_list *held, char *why, size_t why_size)
+{
+	static struct task_list now;
+	bool grew = true;
+	int err;
+
+	held->n = 0;
+	while (grew) {
+		grew = false;
+		err = list_tasks(pid, &now);
+		if (!err)
+			read_task_states(pid, &now);
+		if (err) {
+			snprintf(why, why_size, "cannot list the threads of PID %d: %s", pid,
+				 strerror(-err));
+			return err;
+		}
+		for (size_t i = 0; i < now.n; i++) {
+			int st;
+
+			if (listed(held, now.tids[i]))
+				continue;
+			if (ptrace(PTRACE_SEIZE, now.tids[i], 0, 0)) {
+				if (errno == ESRCH)
+					continue; /* the thread ended */
+				err = -errno;
+				snprintf(why, why_size,
+					 "cannot pause PID %d: %s (is it being traced already, by a "
+					 "debugger or another profiler? --nonblocking reads it without "
+					 "pausing)",
+					 pid, strerror(errno));
+				return err;
+			}
+			held->state[held->n] = now.state[i];
+			memcpy(held->wchan[held->n], now.wchan[i], sizeof(held->wchan[0]));
+			held->tids[held->n++] = now.tids[i];
+			grew = true;
+			if (ptrace(PTRACE_INTERRUPT, now.tids[i], 0, 0) == 0)
+				waitpid(now.tids[i], &st, __WALL);
+		}
+	}
+	return 0;
+}
+
+static void resume_all(const struct task_list *held)
+{
+	for (size_t i = 0; i < held->n; i++)
+		ptrace(PTRACE_DETACH, held->tids[i], 0, 0);
+}
+
+/* The tid a thread state's id stands for: gettid() in the process's namespace (3.11+), or
+ * pthread_self(), glibc's TCB address, which is the thread's fs base (3.10, paused only). */
+static pid_t tid_of(const struct dump *d, const struct task_list *tasks, uint64_t id,
+		    const struct pw_proc *cfg)
+{
+	for (size_t i = 0; i < tasks->n; i++) {
+		pid_t tid = tasks->tids[i];
+
+		if (cfg->thread_match == PW_MATCH_NATIVE_TID) {
+			pid_t ns = d->t.own_pidns ? proc_read_nspid(tid) : tid;
+
+			if (ns > 0 && (uint64_t)ns == id)
+				return tid;
+			continue;
+		}
+#if defined(__x86_64__)
+		if (d->paused) {
+			struct user_regs_struct regs;
+
+			if (!ptrace(PTRACE_GETREGS, tid, 0, &regs) && regs.fs_base == id)
+				return tid;
+		}
+#endif
+	}
+	if (cfg->thread_match == PW_MATCH_PTHREAD) {
+		/* not paused: glibc's struct pthread holds the kernel tid; taken only when it
+		 * names one of this process's threads */
+		uint32_t tid = 0;
+
+		if (!read_target(&tid, sizeof(tid), id + GLIBC_PTHREAD_TID_OFFSET))
+			for (size_t i = 0; i < tasks->n; i++)
+				if ((uint32_t)tasks->tids[i] == tid)
+					return (pid_t)tid;
+	}
+	return 0;
+}
+
+/* Walk one thread state; its frames into t->frames. */
+static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_depth,
+			struct dump_thread *t)
+{
+	uint8_t ts[PW_TSTATE_READ_MAX] __attribute__((aligned(8))) = { 0 };
+	uint32_t size = cfg->off.tstate_read_size;
+	struct pw_walk w;
+	uint64_t current;
+
+	t->nframes = 0;
+	if (size > sizeof(ts))
+		size = sizeof(ts);
+	if (read_target(ts, size, tstate)) {
+		t->outcome = PW_OUT_READ_FAULT;
+		return;
+	}
+	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
+	if (cfg->off.cframe_current_frame != PW_OFF_NONE) {
+		uint64_t cframe = current;
+
+		if (!cframe) {
+			t->outcome = PW_OUT_EMPTY;
+			return;
+		}
+		if (read_target(&current, sizeof(current), cframe + cfg->off.cframe_current_frame)) {
+			t->outcome = PW_OUT_READ_FAULT;
+			return;
+		}
+	}
+	pw_walk_init(&w, cfg, ts, current, max_depth);
+	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++) {
+		int done = pw_walk_step(&w, cfg);
+
+		if (w.emit && w.nframes - 1 < max_depth)
+			t->frames[w.nframes - 1] = w.cur;
+		if (done)
+			break;
+	}
+	t->outcome = w.outcome == PW_OUT__CONTINUE ? PW_OUT_DEPTH : w.outcome;
+	t->nframes = w.nframes < max_depth ? w.nframes : max_depth;
+}
+
+/* One pass over every interpreter's thread list. */
+static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_depth,
+			const struct task_list *tasks)
+{
+	struct pw_tfind tf;
+	uint64_t states[MAX_THREADS];
+	size_t n = 0;
+	int err;
+
+	/* an id no thread has: the lookup visits every thread state */
+	err = pw_tfind_init(&tf, cfg, ~0ull);
+	if (err)
+		return err;
+	for (unsigned int guard = 0; guard < MAX_THREADS * 2 + PW_MAX_INTERPRETERS; guard++) {
+		uint64_t here = tf.tstate;
+
+		if (here && n < MAX_THREADS && (!n || states[n - 1] != here))
+			states[n++] = here;
+		if (pw_tfind_step(&tf, cfg))
+			break;
+	}
+	if (tf.err)
+		return tf.err;
+	for (size_t i = 0; i < d->nthreads; i++)
+		free(d->threads[i].frames);
+	free(d->threads);
+	d->nthreads = 0;
+	d->threads = calloc(n ? n : 1, sizeof(*d->threads));
+	if (!d->threads)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct dump_thread *t = &d->threads[d->nthreads++];
+		uint8_t id[8] = { 0 };
+
+		t->frames = calloc(max_depth, sizeof(*t->frames));
+		if (!t->frames)
+			return -ENOMEM;
+		if (read_target(id, cfg->thread_match == PW_MATCH_NATIVE_TID ? 4 : 8,
+				states[i] + cfg->off.tstate_thread_id) == 0)
+			memcpy(&t->thread_id, id, sizeof(t->thread_id));
+		t->tid = tid_of(d, tasks, t->thread_id, cfg);
+		for (size_t k = 0; t->tid && k < tasks->n; k++) {
+			if (tasks->tids[k] != t->tid)
+				continue;
+			t->state = tasks->state[k];
+			memcpy(t->wchan, tasks->wchan[k], sizeof(t->wchan));
+		}
+		if (t->tid)
+			proc_read_comm(d->t.pid, t->tid, t->name, sizeof(t->name));
+		walk_thread(cfg, states[i], max_depth, t);
+	}
+	return 0;
+}
+
+static bool any_torn(const struct dump *d)
+{
+	for (size_t i = 0; i < d->nthreads; i++)
+		if (d->threads[i].outcome == PW_OUT_TORN || d->threads[i].outcome == PW_OUT_READ_FAULT)
+			return true;
+	return false;
+}
+
+int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why,
+		 size_t why_size)
+{
+	uint32_t max_depth = o->max_depth ? o->max_depth : PW_DEFAULT_MAX_DEPTH;
+	struct task_list *tasks = calloc(1, sizeof(*tasks));
+	struct pw_proc cfg;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	if (!tasks)
+		return -ENOMEM;
+	err = target_inspect(pid, NULL, &d->t, NULL, why, why_size);
+	if (err)
+		goto out;
+	if (!d->t.initialized) {
+		snprintf(why, why_size, "PID %d: its interpreter is not initialized yet", pid);
+		err = -EAGAIN;
+		goto out;
+	}
+	cfg = target_config(&d->t);
+	reading_pid = pid;
+	if (!o->nonblocking) {
+		err = pause_all(pid, tasks, why, why_size);
+		if (err) {
+			resume_all(tasks);
+			goto out;
+		}
+		d->paused = true;
+		d->attempts = 1;
+		err = read_threads(d, &cfg, max_depth, tasks);
+		resume_all(tasks);
+	} else {
+		err = list_tasks(pid, tasks);
+		if (!err)
+			read_task_states(pid, tasks);
+		for (unsigned int i = 0; !err && i < NONBLOCKING_ATTEMPTS; i++) {
+			d->attempts = i + 1;
+			err = read_threads(d, &cfg, max_depth, tasks);
+			if (!err && !any_torn(d))
+				break;
+		}
+	}
+	if (err && !why[0])
+		snprintf(why, why_size, "cannot read the thread states of PID %d: %s", pid,
+			 strerror(-err));
+out:
+	free(tasks);
+	return err;
+}
+
+void dump_free(struct dump *d)
+{
+	for (size_t i = 0; i < d->nthreads; i++)
+		free(d->threads[i].frames);
+	free(d->threads);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Every thread's Python stack of one process, now (pywalk dump). The process is paused with
+ * ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal it could see) while its thread states
+ * are read, so each stack is the one of that instant; the frames are walked by the same
+ * walker the BPF side runs (bpf/walk.h), over the target's memory, with the same proof of
+ * completeness. Without the pause a stack that moved under the walk is rejected and tried
+ * again. */
+#ifndef PW_DUMP_H
+#define PW_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+#include "target.h"
+
+struct dump_thread {
+	pid_t tid;	     /* host tid; 0 when it could not be matched */
+	uint64_t thread_id;  /* what the thread state says: native tid or pthread id */
+	char name[64];	     /* comm (raw bytes from the kernel) */
+	char state;	     /* /proc/PID/task/TID/stat state: R, S, D, T, ... (0: unknown) */
+	char wchan[64];	     /* the kernel function it waits in ("" when running/unknown) */
+	int outcome;	     /* PW_OUT_SHIPPED, or why its stack is not shown */
+	uint32_t nframes;
+	struct pw_frame *frames; /* leaf first */
+};
+
+struct dump {
+	struct target t;
+	bool paused;
+	struct dump_thread *threads;
+	size_t nthreads;
+	unsigned int attempts; /* reads of the thread states it took (not paused: retries) */
+};
+
+struct dump_opts {
+	bool nonblocking;   /* do not pause the process */
+	uint32_t max_depth; /* 0: PW_DEFAULT_MAX_DEPTH */
+};
+
+/* Read every thread's stack of `pid`. 0, or a negative errno with a sentence in `why`. */
+int dump_process(pid_t pid, const struct dump_opts *o, struct dump *out, char *why,
+		 size_t why_size);
+void dump_free(struct dump *d);
+
+#endif
