@@ -566,6 +566,7 @@ static void test_otlp_only_the_named_process(void **state)
 	t2.ver.major = 3;
 	t2.ver.minor = 12;
 	t2.ver.micro = 1;
+	t2.ver.hexversion = 0x030c01f0;
 	snprintf(t2.comm, sizeof(t2.comm), "second");
 	snprintf(t2.service, sizeof(t2.service), "its-service");
 	snprintf(t2.container, sizeof(t2.container), "0123456789abcdef");
