@@ -358,3 +358,51 @@ void dump_free(struct dump *d)
 	free(d->threads);
 	memset(d, 0, sizeof(*d));
 }
+
+int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
+		       uint64_t time_ns, void *buf, size_t size)
+{
+	struct pw_proc cfg = target_config(t);
+	struct pw_sample_hdr *h = buf;
+	struct dump d = { .t = *t };
+	struct task_list *tasks = calloc(1, sizeof(*tasks));
+	struct pw_tfind tf;
+	int err, len = 0;
+
+	if (!tasks)
+		return -ENOMEM;
+	if (!max_depth)
+		max_depth = PW_DEFAULT_MAX_DEPTH;
+	reading_pid = t->pid;
+	tasks->tids[0] = tid;
+	tasks->n = 1;
+	err = pw_tfind_init(&tf, &cfg, ~0ull);
+	for (unsigned int guard = 0; !err && guard < MAX_THREADS * 2 + PW_MAX_INTERPRETERS;
+	     guard++) {
+		uint64_t here = tf.tstate, id = 0;
+		struct dump_thread th = { 0 };
+
+		if (here && !read_target(&id, cfg.thread_match == PW_MATCH_NATIVE_TID ? 4 : 8,
+					 here + cfg.off.tstate_thread_id) &&
+		    tid_of(&d, tasks, id, &cfg) == tid) {
+			uint32_t n = max_depth;
+
+			if (sizeof(*h) + (size_t)n * sizeof(struct pw_frame) > size)
+				n = (uint32_t)((size - sizeof(*h)) / sizeof(struct pw_frame));
+			th.frames = (struct pw_frame *)(h + 1);
+			walk_thread(&cfg, here, n, &th);
+			if (th.outcome != PW_OUT_SHIPPED)
+				break;
+			*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE, .nframes = th.nframes,
+						     .time_ns = time_ns, .tstate = here,
+						     .pid = (__u32)t->pid, .tid = (__u32)tid,
+						     .target = t->id, .probe = PW_PROBE_OFFCPU };
+			len = (int)(sizeof(*h) + th.nframes * sizeof(struct pw_frame));
+			break;
+		}
+		if (pw_tfind_step(&tf, &cfg))
+			break;
+	}
+	free(tasks);
+	return err ? err : len;
+}

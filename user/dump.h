@@ -45,4 +45,11 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *out, char *w
 		 size_t why_size);
 void dump_free(struct dump *d);
 
+/* The stack of thread `tid` of attached target `t`, read without pausing (for a thread
+ * that is asleep: its stack cannot move), as the sample record the BPF side would have
+ * shipped at its switch-out: probe PW_PROBE_OFFCPU, weight 0, time `time_ns`. Returns the
+ * record's size, 0 when the thread has no complete Python stack, or a negative errno. */
+int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
+		       uint64_t time_ns, void *buf, size_t size);
+
 #endif

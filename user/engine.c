@@ -17,6 +17,7 @@
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
+#include "dump.h"
 #include "offcpu.h"
 #include "preflight.h"
 #include "proc.h"
@@ -50,6 +51,7 @@ struct engine {
 	struct profile *taps[ENGINE_MAX_TAPS]; /* profiles counting alongside (pulls) */
 	size_t ntaps;
 	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
+	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
 };
 
 /* Bytes of stacks held while their threads are off CPU: a thread holds one. */
@@ -122,12 +124,75 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
 	return target_inspect(pid, e->cache, t, maybe_later, why, why_size);
 }
 
+/* The /proc state letter of a thread (0 when unreadable). */
+static char task_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Off-CPU: the threads of a newly attached target that are already waiting (a deadlock
+ * from before pywalk started) would otherwise show only once they wake. Each one asleep
+ * now has its stack read here (it cannot move while the thread sleeps) and held as if the
+ * kernel had shipped it at a switch-out just now; the kernel is told, so that its wake-up
+ * reports the time. A thread the kernel saw leave meanwhile keeps the kernel's stack. */
+static void seed_waiting_threads(struct engine *e, const struct target *t)
+{
+	static uint8_t rec[sizeof(struct pw_sample_hdr) + PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)]
+		__attribute__((aligned(8)));
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	dir = opendir(path);
+	while (dir && (de = readdir(dir))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+		char st = tid > 0 ? task_state(t->pid, tid) : 0;
+		uint64_t now;
+		int len;
+
+		if (st != 'S' && st != 'D')
+			continue;
+		now = now_ns();
+		len = dump_thread_record(t, tid, e->s.max_depth, now, rec, sizeof(rec));
+		if (len <= 0)
+			continue;
+		if (loader__mark_switched_out(e->ld, tid, t->id, now,
+					      st == 'D' ? PW_BLOCK_IO : PW_BLOCK_SLEEP))
+			continue;
+		/* ran between the read and the mark: the kernel will ship its real stack */
+		if (task_state(t->pid, tid) != st) {
+			loader__unmark_switched_out(e->ld, tid, now);
+			continue;
+		}
+		offcpu__hold(e->off, rec, (size_t)len);
+		e->seeded++;
+	}
+	if (dir)
+		closedir(dir);
+}
+
 static int op_attach(void *ctx, const struct target *t)
 {
 	struct engine *e = ctx;
 	struct pw_proc cfg = target_config(t);
+	int err = loader__add_process(e->ld, t->pid, &cfg);
 
-	return loader__add_process(e->ld, t->pid, &cfg);
+	if (!err && e->off)
+		seed_waiting_threads(e, t);
+	return err;
 }
 
 static void op_detach(void *ctx, pid_t pid, uint32_t id)
@@ -628,6 +693,10 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		secs(st->open_ns), (unsigned long long)st->short_blocks,
 		(unsigned long long)st->replaced, (unsigned long long)st->over_budget,
 		(unsigned long long)st->ended);
+	fprintf(stderr, "pywalk: off-CPU: %llu thread%s already waiting when sampling began, "
+			"%s read from memory\n",
+		(unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",
+		e->seeded == 1 ? "its stack" : "their stacks");
 }
 
 void engine__print_summary(struct engine *e, const struct engine_counts *c)

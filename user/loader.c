@@ -223,6 +223,35 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target)
 	return 0;
 }
 
+/* struct pw_switched_out of the BPF side, which defines it */
+struct switched_out_value {
+	uint64_t time_ns;
+	uint32_t target, block;
+};
+
+int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uint64_t time_ns,
+			      uint32_t block)
+{
+	__u32 key = (__u32)tid;
+	struct switched_out_value v = { time_ns, target, block };
+
+	if (bpf_map__update_elem(ld->skel->maps.switched_out, &key, sizeof(key), &v, sizeof(v),
+				 BPF_NOEXIST))
+		return -errno;
+	return 0;
+}
+
+void loader__unmark_switched_out(struct loader *ld, pid_t tid, uint64_t time_ns)
+{
+	__u32 key = (__u32)tid;
+	struct switched_out_value v;
+
+	if (!bpf_map__lookup_elem(ld->skel->maps.switched_out, &key, sizeof(key), &v, sizeof(v),
+				  0) &&
+	    v.time_ns == time_ns)
+		bpf_map__delete_elem(ld->skel->maps.switched_out, &key, sizeof(key), 0);
+}
+
 int loader__follow(struct loader *ld, pid_t pid, bool children)
 {
 	__u32 key = (__u32)pid;

@@ -48,6 +48,14 @@ int loader__follow(struct loader *ld, pid_t pid, bool children);
 /* Wait up to timeout_ms for records and hand them to on_sample. Returns records handled or
  * a negative errno (-EINTR is not an error). */
 int loader__poll(struct loader *ld, int timeout_ms);
+/* Off-CPU: thread `tid` of target `target` has been off CPU since `time_ns`, its stack
+ * already held by userspace; its next switch-in reports the time. Not when the kernel has
+ * already seen it leave since (-EEXIST). 0 or a negative errno. */
+int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uint64_t time_ns,
+			      uint32_t block);
+/* Forget that mark if it is still the one made at `time_ns` (the thread ran meanwhile). */
+void loader__unmark_switched_out(struct loader *ld, pid_t tid, uint64_t time_ns);
+
 /* Hand over every record already in the ring buffer. */
 int loader__drain(struct loader *ld);
 

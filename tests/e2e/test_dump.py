@@ -61,11 +61,12 @@ def check_threads(threads, t, m):
         else:
             assert root[0].endswith("_bootstrap"), frames
             assert (leaf[0], leaf[1], leaf[2]) in (("nap", script, m["nap_sleep"]),
-                                                   ("waiter", script, m["wait_lock"])), frames
+                                                   ("waiter", script, m["wait_lock"]),
+                                                   ("stuck", script, m["stuck_lock"])), frames
             assert frames[1][0].endswith("run"), frames  # Thread.run (3.10: run)
             seen.add(leaf[0])
             assert state.startswith("sleeping"), state
-    assert seen == {"main", "nap", "waiter"}, seen
+    assert seen == {"main", "nap", "waiter", "stuck"}, seen
 
 
 def status(pid, key):
@@ -85,7 +86,7 @@ def test_dump_every_thread_exactly(pywalk, interp, start_target):
     head = r.stdout.splitlines()[0]
     # 3.10 does not record its micro version: it is not guessed
     shown = "3.10" if interp.version == "3.10" else interp.full_version
-    assert re.match(r"^Process %d \(.+\), CPython %s, 3 threads:$" % (
+    assert re.match(r"^Process %d \(.+\), CPython %s, 4 threads:$" % (
         t.pid, re.escape(shown)), head), head
     check_threads(parse_text(r.stdout), t, m)
     # it runs on, and nobody traces it any more

@@ -32,6 +32,8 @@ OFFCPU_RE = re.compile(
 SWITCH_HEAD_RE = re.compile(r"^pywalk: (\d+) switch-outs of target threads, accounted as:$",
                             re.M)
 ROW_RE = re.compile(r"^  (\S.*?)\s+(\d+)$")
+SEEDED_RE = re.compile(r"^pywalk: off-CPU: (\d+) threads? (?:was|were) already waiting when "
+                       r"sampling began, (?:its|their) stacks? read from memory$", re.M)
 
 
 def markers():
@@ -58,8 +60,11 @@ def offcpu_summary(stderr):
     p = OFFCPU_RE.search(stderr)
     assert p, "no off-CPU pairing line:\n" + stderr
     pair = dict((k, float(v) if "." in v else int(v)) for k, v in p.groupdict().items())
-    assert pair["held"] == rows["shipped"], "a shipped stack never reached the pairing:\n" + \
-        stderr
+    s = SEEDED_RE.search(stderr)
+    assert s, "no line about the threads waiting at the start:\n" + stderr
+    pair["seeded"] = int(s.group(1))
+    assert pair["held"] == rows["shipped"] + pair["seeded"], \
+        "a shipped stack never reached the pairing:\n" + stderr
     assert pair["held"] == pair["resumed"] + pair["open"] + pair["short"] + \
         pair["replaced"] + pair["budget"] + pair["ended"], \
         "a stack is in no pairing bucket:\n" + stderr
@@ -100,6 +105,8 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
     nap = leaves.get(("nap", m["nap_sleep"]), 0)
     wait = leaves.get(("waiter", m["wait_lock"]), 0)
     main_sleep = leaves.get(("<module>", m["main_sleep"]), 0)
+    # deadlocked before pywalk started: its stack read at attach, its wait counted to the end
+    stuck = leaves.get(("stuck", m["stuck_lock"]), 0)
     total = sum(leaves.values())
     print("%s: %d switch-outs; nap %.2f s, waiter %.2f s, main asleep %.2f s of %d s; "
           "%.2f s counted in all; pairing %s" % (
@@ -108,13 +115,16 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
     assert 0.85 * wall_ns <= nap <= 1.05 * wall_ns, "nap: %.2f s" % (nap / 1e9)
     assert 0.85 * wall_ns <= wait <= 1.05 * wall_ns, "waiter: %.2f s" % (wait / 1e9)
     assert 0.55 * wall_ns <= main_sleep <= 0.8 * wall_ns, "main: %.2f s" % (main_sleep / 1e9)
+    assert 0.9 * wall_ns <= stuck <= 1.05 * wall_ns, "stuck: %.2f s" % (stuck / 1e9)
+    assert pair["seeded"] >= 1 and pair["open"] >= 1, pair
     # the waits are exactly those three places, or preemptions of `busy`
-    known = nap + wait + main_sleep + leaves.get(("busy", m["busy"]), 0) + \
+    known = nap + wait + main_sleep + stuck + leaves.get(("busy", m["busy"]), 0) + \
         leaves.get(("<module>", m["main_busy"]), 0)
     assert known >= 0.99 * total, "off-CPU time in unexpected stacks: %s" % {
         k: v for k, v in leaves.items() if k not in (
             ("nap", m["nap_sleep"]), ("waiter", m["wait_lock"]),
-            ("<module>", m["main_sleep"]), ("busy", m["busy"]))}
+            ("<module>", m["main_sleep"]), ("busy", m["busy"]),
+            ("stuck", m["stuck_lock"]))}
     # a whole stack, root first: the thread's bootstrap, then the function at its line
     for frames, n in rows:
         py = [e2e.parse_py_frame(f) for f in frames]
@@ -122,6 +132,7 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
             assert py[-1][2] == m["nap_sleep"] and py[0][0] in (
                 "Thread._bootstrap", "_bootstrap"), py
     assert pair["sleep"] >= 0.85 * 2 * SECONDS, pair  # nap and waiter sleep interruptibly
+    assert pair["open_s"] >= 0.9 * SECONDS, pair      # stuck never woke
     assert pair["budget"] == 0 and pair["replaced"] <= 0.001 * pair["held"] + 2, pair
 
 

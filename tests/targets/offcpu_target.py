@@ -5,6 +5,7 @@
   split), ~70% asleep in time.sleep, in a loop of 100 ms.
 * nap: asleep in time.sleep(0.2), all the time.
 * waiter: waits on a lock the main thread holds for ever, 0.3 s at a time.
+* stuck: waits on that lock with no timeout: deadlocked from before READY on.
 """
 import os
 import threading
@@ -41,7 +42,12 @@ def waiter():
             held.release()
 
 
+def stuck():
+    held.acquire()  # @stuck_lock
+
+
 threading.Thread(target=nap, daemon=True).start()
+threading.Thread(target=stuck, daemon=True).start()
 threading.Thread(target=waiter, daemon=True).start()
 named.wait()
 print("READY", flush=True)
