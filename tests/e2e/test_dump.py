@@ -27,6 +27,14 @@ def markers():
     return found
 
 
+def WAITS(script, m):
+    """Where each thread other than the main one can be: (function, file, line)."""
+    return {(fn, script, m[mark]) for fn, mark in (
+        ("nap", "nap_sleep"), ("waiter", "wait_lock"), ("stuck", "stuck_lock"),
+        ("reader", "reader_recv"), ("feeder", "feeder_sleep"), ("feeder", "feeder_send"),
+        ("selector", "selector_select"))}
+
+
 def parse_text(out):
     """{tid: (name, state text, [(function, file, line)] innermost first)}"""
     threads, cur = {}, None
@@ -60,13 +68,11 @@ def check_threads(threads, t, m):
             seen.add("main")
         else:
             assert root[0].endswith("_bootstrap"), frames
-            assert (leaf[0], leaf[1], leaf[2]) in (("nap", script, m["nap_sleep"]),
-                                                   ("waiter", script, m["wait_lock"]),
-                                                   ("stuck", script, m["stuck_lock"])), frames
+            assert (leaf[0], leaf[1], leaf[2]) in WAITS(script, m), frames
             assert frames[1][0].endswith("run"), frames  # Thread.run (3.10: run)
             seen.add(leaf[0])
             assert state.startswith("sleeping"), state
-    assert seen == {"main", "nap", "waiter", "stuck"}, seen
+    assert seen == {"main", "nap", "waiter", "stuck", "reader", "feeder", "selector"}, seen
 
 
 def status(pid, key):
@@ -86,7 +92,7 @@ def test_dump_every_thread_exactly(pywalk, interp, start_target):
     head = r.stdout.splitlines()[0]
     # 3.10 does not record its micro version: it is not guessed
     shown = "3.10" if interp.version == "3.10" else interp.full_version
-    assert re.match(r"^Process %d \(.+\), CPython %s, 4 threads:$" % (
+    assert re.match(r"^Process %d \(.+\), CPython %s, 7 threads:$" % (
         t.pid, re.escape(shown)), head), head
     check_threads(parse_text(r.stdout), t, m)
     # it runs on, and nobody traces it any more

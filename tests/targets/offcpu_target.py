@@ -6,8 +6,14 @@
 * nap: asleep in time.sleep(0.2), all the time.
 * waiter: waits on a lock the main thread holds for ever, 0.3 s at a time.
 * stuck: waits on that lock with no timeout: deadlocked from before READY on.
+* reader: blocked in socket.recv on a socket pair that feeder writes a byte to every
+  0.25 s (feeder sleeps in between).
+* selector: blocked in select.select on a socket nothing is ever written to, 0.4 s at a
+  time.
 """
 import os
+import select
+import socket
 import threading
 import time
 
@@ -46,8 +52,30 @@ def stuck():
     held.acquire()  # @stuck_lock
 
 
+fed, feeding = socket.socketpair()
+quiet, _quiet_peer = socket.socketpair()
+
+
+def reader():
+    while True:
+        fed.recv(1)  # @reader_recv
+
+
+def feeder():
+    while True:
+        time.sleep(0.25)  # @feeder_sleep
+        feeding.send(b"x")  # @feeder_send
+
+
+def selector():
+    while True:
+        select.select([quiet], [], [], 0.4)  # @selector_select
+
+
 threading.Thread(target=nap, daemon=True).start()
 threading.Thread(target=stuck, daemon=True).start()
+for fn in (reader, feeder, selector):
+    threading.Thread(target=fn, daemon=True).start()
 threading.Thread(target=waiter, daemon=True).start()
 named.wait()
 print("READY", flush=True)
