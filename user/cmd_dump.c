@@ -171,7 +171,10 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 			err = strbuf_addf(sb, "\" (%s%s%s)%s\n", state_words(t->state),
 					  t->wchan[0] ? " in " : "", t->wchan,
 					  t->outcome == PW_OUT_SHIPPED ? ":" : "");
-		if (!err && t->outcome != PW_OUT_SHIPPED)
+		if (!err && t->moved)
+			err = strbuf_addf(sb, "    (no stack: it ran while it was read; without "
+					      "--nonblocking the process is paused for the read)\n");
+		else if (!err && t->outcome != PW_OUT_SHIPPED)
 			err = strbuf_addf(sb, "    (no stack: %s)\n",
 					  engine_outcome_label(t->outcome, false));
 		for (uint32_t j = 0; t->outcome == PW_OUT_SHIPPED && j < t->nframes && !err; j++) {
@@ -234,9 +237,9 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 			err = json_str(sb, "wchan", t->wchan, true);
 		if (!err)
 			err = json_str(sb, "status",
-				       t->outcome == PW_OUT_SHIPPED ?
-					       "ok" :
-					       engine_outcome_label(t->outcome, false),
+				       t->outcome == PW_OUT_SHIPPED ? "ok" :
+				       t->moved			    ? "ran while read" :
+				       engine_outcome_label(t->outcome, false),
 				       true);
 		if (!err)
 			err = strbuf_add(sb, ",\"frames\":[", 11);

@@ -197,6 +197,32 @@ static pid_t tid_of(const struct dump *d, const struct task_list *tasks, uint64_
 	return 0;
 }
 
+/* Whether a thread ran between two looks: its state and how many times it has been put on
+ * a CPU (schedstat's third field). */
+struct run_mark {
+	char state;
+	uint64_t slices;
+};
+
+static bool run_mark(pid_t pid, pid_t tid, struct run_mark *m)
+{
+	char path[96], wchan[8];
+	unsigned long long run, wait, slices;
+	FILE *f;
+	int n;
+
+	m->state = 0;
+	read_task_state(pid, tid, &m->state, wchan, sizeof(wchan));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fscanf(f, "%llu %llu %llu", &run, &wait, &slices);
+	fclose(f);
+	m->slices = slices;
+	return n == 3 && m->state;
+}
+
 /* Walk one thread state; its frames into t->frames. */
 static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_depth,
 			struct dump_thread *t)
@@ -288,7 +314,26 @@ static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_
 		}
 		if (t->tid)
 			proc_read_comm(d->t.pid, t->tid, t->name, sizeof(t->name));
-		walk_thread(cfg, states[i], max_depth, t);
+		if (d->paused) {
+			walk_thread(cfg, states[i], max_depth, t);
+			continue;
+		}
+		/* not paused: only a thread that did not run while it was read has a stack of
+		 * one instant; one that ran (or may have: it is on a CPU) is rejected, and read
+		 * again by the next attempt */
+		{
+			struct run_mark before, after;
+			bool ok = t->tid && run_mark(d->t.pid, t->tid, &before);
+
+			walk_thread(cfg, states[i], max_depth, t);
+			ok = ok && run_mark(d->t.pid, t->tid, &after) && before.state != 'R' &&
+			     after.state != 'R' && before.slices == after.slices;
+			if (t->outcome == PW_OUT_SHIPPED && !ok) {
+				t->outcome = PW_OUT_TORN;
+				t->moved = true;
+				t->nframes = 0;
+			}
+		}
 	}
 	return 0;
 }
@@ -386,12 +431,17 @@ int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
 					 here + cfg.off.tstate_thread_id) &&
 		    tid_of(&d, tasks, id, &cfg) == tid) {
 			uint32_t n = max_depth;
+			struct run_mark before, after;
 
 			if (sizeof(*h) + (size_t)n * sizeof(struct pw_frame) > size)
 				n = (uint32_t)((size - sizeof(*h)) / sizeof(struct pw_frame));
 			th.frames = (struct pw_frame *)(h + 1);
+			if (!run_mark(t->pid, tid, &before))
+				break;
 			walk_thread(&cfg, here, n, &th);
-			if (th.outcome != PW_OUT_SHIPPED)
+			/* a stack of one instant only if the thread did not run meanwhile */
+			if (th.outcome != PW_OUT_SHIPPED || !run_mark(t->pid, tid, &after) ||
+			    before.state == 'R' || after.state == 'R' || before.slices != after.slices)
 				break;
 			*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE, .nframes = th.nframes,
 						     .time_ns = time_ns, .tstate = here,

@@ -23,6 +23,7 @@ struct dump_thread {
 	char state;	     /* /proc/PID/task/TID/stat state: R, S, D, T, ... (0: unknown) */
 	char wchan[64];	     /* the kernel function it waits in ("" when running/unknown) */
 	int outcome;	     /* PW_OUT_SHIPPED, or why its stack is not shown */
+	bool moved;	     /* not paused: it ran while it was read (outcome TORN) */
 	uint32_t nframes;
 	struct pw_frame *frames; /* leaf first */
 };

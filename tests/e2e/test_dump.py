@@ -12,6 +12,7 @@ import time
 import pytest
 
 import pywalk_e2e as e2e
+from pywalk_e2e import ks
 
 FRAME_RE = re.compile(r"^    (.+) \((.+):(\d+)\)$")
 THREAD_RE = re.compile(r'^Thread (\d+) "(.*)" \((.+?)\):?$')
@@ -155,3 +156,47 @@ def test_dump_bad_input(pywalk, tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def possible(stack, chains):
+    """Can the program be at `stack` (root first) at some instant? Every caller exactly at
+    its call line in one of the chains, the innermost frame anywhere in its function."""
+    for chain in chains:
+        if not stack or len(stack) > len(chain):
+            continue
+        if all(ks.frame_matches(f, w) for f, w in zip(stack[:-1], chain)) and \
+                stack[-1][0] == chain[len(stack) - 1].qualname:
+            return True
+    return False
+
+
+def test_dumps_of_a_busy_program_are_always_possible(pywalk, interp, start_target):
+    """20 dumps in a row of the known-shape workload (two threads busy all the time,
+    stacks 3-30 deep changing every few microseconds): every stack printed is one the
+    program can have. Paused, every thread has one; not paused, a running thread cannot be
+    read as one instant and is said to have run while read, never printed torn."""
+    t = start_target(interp)
+    expected = ks.expected_stacks(interp.version, t.script_path)
+    chains = {tid: list(expected[ks.MAIN if tid == t.pid else ks.WORKER].values())
+              for tid in t.tids()}
+    shown = rejected = 0
+    for i in range(20):
+        args = ["dump", "-p", t.pid, "--json"] + (["--nonblocking"] if i % 2 else [])
+        r = e2e.run_pywalk(args)
+        assert r.returncode == 0, r.stderr
+        (p,) = json.loads(r.stdout)["processes"]
+        assert sorted(th["tid"] for th in p["threads"]) == sorted(chains), p
+        for th in p["threads"]:
+            if th["status"] != "ok":
+                # never a partial stack: a thread that ran while it was read (not
+                # paused: these two always run) is shown without frames
+                assert not th["frames"] and i % 2 and th["status"] == "ran while read", th
+                rejected += 1
+                continue
+            stack = [(f["function"], f["file"], f["line"]) for f in reversed(th["frames"])]
+            assert possible(stack, chains[th["tid"]]), "dump %d, thread %d: %s" % (
+                i, th["tid"], ks.format_stack(stack))
+            shown += 1
+    print("%s: %d stacks shown, %d rejected (not paused) in 20 dumps" % (
+        interp, shown, rejected))
+    assert shown >= 20, (shown, rejected)
