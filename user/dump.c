@@ -328,7 +328,9 @@ static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_
 			walk_thread(cfg, states[i], max_depth, t);
 			ok = ok && run_mark(d->t.pid, t->tid, &after) && before.state != 'R' &&
 			     after.state != 'R' && before.slices == after.slices;
-			if (t->outcome == PW_OUT_SHIPPED && !ok) {
+			/* whatever the walk made of a moving stack (a "bad frame" as often as a
+			 * stack), the reason is that it moved */
+			if (!ok && t->outcome != PW_OUT_EMPTY) {
 				t->outcome = PW_OUT_TORN;
 				t->moved = true;
 				t->nframes = 0;

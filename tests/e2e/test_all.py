@@ -175,7 +175,7 @@ def rows_by_pid(rows):
 
 class ScriptCopies:
     """Copies of a target script, one file per process: on the host, or in a chroot's
-    /tmp/pywalk-tests (removed at the end: several test runs share that directory)."""
+    the checkout's directory in the chroot (removed at the end: several test runs share it)."""
 
     def __init__(self, host_dir):
         self.host_dir = host_dir

@@ -72,7 +72,8 @@ def check_threads(threads, t, m):
             assert (leaf[0], leaf[1], leaf[2]) in WAITS(script, m), frames
             assert frames[1][0].endswith("run"), frames  # Thread.run (3.10: run)
             seen.add(leaf[0])
-            assert state.startswith("sleeping"), state
+            # all wait; the feeder may be caught writing its byte
+            assert state.startswith("sleeping") or leaf[0] == "feeder", (leaf, state)
     assert seen == {"main", "nap", "waiter", "stuck", "reader", "feeder", "selector"}, seen
 
 

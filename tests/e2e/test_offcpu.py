@@ -80,6 +80,18 @@ def record(interp, start_target, tmp_path, *args, out="off.folded"):
     return t, path, r
 
 
+def by_function(rows, script):
+    """{function of the deepest frame in the script: ns}, whatever its line: a thread that
+    waits in one place is also preempted, now and then, at the lines around it."""
+    out = {}
+    for frames, n in rows:
+        py = [e2e.parse_py_frame(f) for f in frames]
+        mine = [p for p in py if p and p[1].endswith(script)]
+        key = mine[-1][0] if mine else None
+        out[key] = out.get(key, 0) + n
+    return out
+
+
 def by_leaf(rows, script):
     """{(function, line) of the deepest frame in the script: ns}; `busy` at any of its
     lines is ("busy", its @busy line): its loop has two."""
@@ -109,7 +121,9 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
     # deadlocked before pywalk started: its stack read at attach, its wait counted to the
     # end: it is off CPU for exactly the recording's window, the yardstick of the others
     window = leaves.get(("stuck", m["stuck_lock"]), 0)
-    got = dict((fn, leaves.get((fn, m[mark]), 0)) for fn, mark in WAITERS)
+    funcs = by_function(rows, t.script_path)
+    got = dict((fn, funcs.get(fn, 0)) for fn, _ in WAITERS)
+    at_line = dict((fn, leaves.get((fn, m[mark]), 0)) for fn, mark in WAITERS)
     main_sleep = leaves.get(("<module>", m["main_sleep"]), 0)
     busy = leaves.get(("busy", m["busy"]), 0) + leaves.get(("<module>", m["main_busy"]), 0)
     total = sum(leaves.values())
@@ -119,18 +133,20 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
         main_sleep / 1e9, pair))
     assert 0.9 * SECONDS * 1e9 <= window <= 1.1 * SECONDS * 1e9, window
     for fn, ns in got.items():
-        # each waits all the time but for the instants it runs: within 5 % of the window
+        # each waits all the time but for the instants it runs: within 5 % of the window,
+        # almost all of it at the line where it waits
         assert 0.95 * window <= ns <= 1.0001 * window, "%s: %.3f s of %.3f s" % (
             fn, ns / 1e9, window / 1e9)
+        assert at_line[fn] >= 0.9 * ns, "%s: %.3f s at its line of %.3f s" % (
+            fn, at_line[fn] / 1e9, ns / 1e9)
     # the main thread sleeps 70 ms of every 100 ms
     assert 0.6 * window <= main_sleep <= 0.8 * window, "main: %.3f s" % (main_sleep / 1e9)
-    known = window + sum(got.values()) + main_sleep + busy + \
-        leaves.get(("feeder", m["feeder_send"]), 0)
+    known = window + sum(got.values()) + main_sleep + busy
     assert known >= 0.99 * total, "off-CPU time in unexpected stacks: %s" % {
         k: v for k, v in leaves.items()
-        if k not in set((fn, m[mark]) for fn, mark in WAITERS) | {
+        if k[0] not in dict(WAITERS) and k not in {
             ("stuck", m["stuck_lock"]), ("<module>", m["main_sleep"]), ("busy", m["busy"]),
-            ("<module>", m["main_busy"]), ("feeder", m["feeder_send"])}}
+            ("<module>", m["main_busy"])}}
     # a whole stack, root first: the thread's bootstrap, then the function at its line
     for frames, n in rows:
         py = [e2e.parse_py_frame(f) for f in frames]
@@ -143,10 +159,11 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
 
 def test_min_block_leaves_out_short_waits(pywalk, interp, start_target, tmp_path):
     m = markers()
-    # the main thread's sleeps are 70 ms, nap's 200 ms, waiter's 300 ms: a 100 ms floor
-    # keeps the last two only
+    # the main thread's sleeps are 70 ms, nap's 200 ms, waiter's 300 ms: a 150 ms floor
+    # keeps the last two only (and a wake-up delayed 80 ms on a loaded machine is not
+    # mistaken for a long wait)
     t, path, r = record(interp, start_target, tmp_path, "--mode", "off-cpu",
-                        "--min-block", "100ms")
+                        "--min-block", "150ms")
     runs, outcomes, pair = offcpu_summary(r.stderr)
     leaves = by_leaf(e2e.parse_folded(path), t.script_path)
     assert leaves.get(("<module>", m["main_sleep"]), 0) == 0, leaves

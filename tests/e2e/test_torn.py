@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 import pywalk_e2e as e2e
+import interpreters  # noqa: E402  (tests/targets, put on sys.path by pywalk_e2e)
 
 EXT_SOURCE = os.path.join(e2e.TARGETS_DIR, "tornext.c")
 SECONDS = 2
@@ -44,7 +45,7 @@ def _build_ext(interp, tmp_path_factory):
                     % interp.version)
     config = "python%s-config" % interp.version
     if interp.root:
-        rel = "tmp/pywalk-tests/ext-%s" % interp.version
+        rel = "%s/ext-%s" % (interpreters.CHROOT_TARGET_DIR.lstrip("/"), interp.version)
         host_dir = os.path.join(interp.root, rel)
         os.makedirs(host_dir, exist_ok=True)
         shutil.copy2(EXT_SOURCE, os.path.join(host_dir, "tornext.c"))

@@ -5,10 +5,11 @@
 * optional: pyenv builds /root/.pyenv/versions/3.X.*/bin/python3.X (X = 10..15), and the
   Debian-unstable chroot at ${PYWALK_CACHE:-/var/cache/pywalk}/debian-unstable whose
   .pywalk-interpreters lists "MINOR PATH FULLVERSION" per line.
-Chroot interpreters run as `chroot ROOT PATH /tmp/pywalk-tests/SCRIPT`; prepare_chroot()
+Chroot interpreters run as `chroot ROOT PATH /tmp/pywalk-tests-HASH/SCRIPT`; prepare_chroot()
 copies the targets in. Discovery itself changes nothing.
 """
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -17,8 +18,10 @@ import subprocess
 CORE_EXE = "/usr/bin/python3.11"
 PYENV_ROOT = "/root/.pyenv/versions"
 MINORS = range(10, 16)
-CHROOT_TARGET_DIR = "/tmp/pywalk-tests"  # inside the chroot
 TARGETS_DIR = os.path.dirname(os.path.abspath(__file__))
+# Inside the chroot, one directory per checkout: test runs of two checkouts at once (two
+# branches) must not run each other's copies of a target.
+CHROOT_TARGET_DIR = "/tmp/pywalk-tests-%s" % hashlib.sha1(TARGETS_DIR.encode()).hexdigest()[:8]
 
 
 class Interpreter:
@@ -123,7 +126,7 @@ def discover_all():
 
 
 def prepare_chroot(interps):
-    """Copy the targets into ROOT/tmp/pywalk-tests for every chroot interpreter, and check
+    """Copy the targets into ROOT/CHROOT_TARGET_DIR for every chroot interpreter, and check
     each runs there. The interpreters need no /proc inside the chroot; if one fails
     without it, it is run with a procfs mounted in a private mount namespace
     (unshare, no fork: the PID stays the interpreter's), so no mount outlives it.
