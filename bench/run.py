@@ -679,6 +679,102 @@ def section_agent(cfg, interps):
     return out
 
 
+# ---- section 6: off-CPU mode -------------------------------------------------------------
+
+
+def ctxt_switches(pid):
+    """Voluntary + involuntary context switches of every thread of pid."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def bpf_prog_stats(name, loaded_since):
+    """(run_cnt, run_time_ns) of the BPF program `name` loaded last, at or after the Unix
+    time loaded_since (another pywalk on the machine has one of its own)."""
+    r = subprocess.run(["bpftool", "-j", "prog", "show", "name", name], capture_output=True,
+                       text=True, timeout=30)
+    if r.returncode:
+        raise RuntimeError("bpftool: %s" % r.stderr.strip())
+    progs = json.loads(r.stdout)
+    progs = [p for p in (progs if isinstance(progs, list) else [progs])
+             if p.get("loaded_at", 0) >= loaded_since]
+    if not progs:
+        raise RuntimeError("no %s program loaded since %d" % (name, loaded_since))
+    p = max(progs, key=lambda p: p["id"])
+    return p.get("run_cnt", 0), p.get("run_time_ns", 0)
+
+
+def section_offcpu(cfg, interps):
+    """`record --mode off-cpu` on a context-switch-heavy workload (two threads handing a
+    byte back and forth over pipes, 10 frames deep): the workload's rate alone and with
+    pywalk attached, alternated; the BPF program's cost per switch from the kernel's
+    statistics; switches per second counted from /proc."""
+    py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
+    seconds = 1 if cfg.quick else 3
+    pairs = 1 if cfg.quick else 6
+    out = {"interp": py.label if py else None, "seconds": seconds, "pairs": [], "errors": []}
+    stats_path = "/proc/sys/kernel/bpf_stats_enabled"
+    old_stats = open(stats_path).read().strip()
+    with open(stats_path, "w") as f:
+        f.write("1")
+    try:
+        for i in range(pairs):
+            pair = {}
+            for with_pywalk in ((False, True) if i % 2 == 0 else (True, False)):
+                p = tool = None
+                try:
+                    p, pid = start_workload(py, ["switches", "--seconds", str(seconds)],
+                                            stdin=subprocess.PIPE)
+                    if with_pywalk:
+                        since = int(time.time()) - 1
+                        tool = subprocess.Popen(
+                            [cfg.pywalk, "record", "-p", str(pid), "--mode", "off-cpu",
+                             "-o", "/dev/null", "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        time.sleep(1.5)  # loaded, attached, the target's threads seeded
+                        if tool.poll() is not None:
+                            raise RuntimeError("pywalk exited: %s" % tool.stderr.read()[-300:])
+                        runs0, ns0 = bpf_prog_stats("on_switch", since)
+                    sw0 = ctxt_switches(pid)
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+                    res = json.loads(p.stdout.readline())
+                    sw = ctxt_switches(pid) - sw0
+                    d = {"rounds_per_s": res["rounds"] / res["seconds"],
+                         "switches_per_s": sw / res["seconds"]}
+                    if with_pywalk:
+                        runs1, ns1 = bpf_prog_stats("on_switch", since)
+                        d["prog_runs"] = runs1 - runs0
+                        d["ns_per_run"] = (ns1 - ns0) / (runs1 - runs0) if runs1 > runs0 else None
+                    pair["pywalk" if with_pywalk else "alone"] = d
+                finally:
+                    stop(tool, signal.SIGINT)
+                    stop(p)
+            if "alone" in pair and "pywalk" in pair:
+                pair["slowdown"] = pair["alone"]["rounds_per_s"] / pair["pywalk"]["rounds_per_s"] - 1
+                out["pairs"].append(pair)
+                log("off-cpu pair %d: %.0f vs %.0f rounds/s (%+.1f%%), %.0f switches/s, "
+                    "%s ns per on_switch run" % (
+                        i, pair["alone"]["rounds_per_s"], pair["pywalk"]["rounds_per_s"],
+                        pair["slowdown"] * 100, pair["alone"]["switches_per_s"],
+                        fmt(pair["pywalk"].get("ns_per_run"), "%.0f")))
+    except Exception as e:  # noqa: BLE001
+        out["errors"].append("off-cpu: %s" % e)
+        log("off-cpu failed: %s" % e)
+    finally:
+        with open(stats_path, "w") as f:
+            f.write(old_stats)
+    return out
+
+
 # ---- machine, report --------------------------------------------------------------------
 
 
@@ -837,6 +933,28 @@ def render(res):
                 r["startup_cpu_ns"] / 1e6))
         L.append("")
 
+    s6 = res.get("offcpu")
+    if s6 and s6["pairs"]:
+        sl = sorted(p["slowdown"] for p in s6["pairs"])
+        ns = sorted(p["pywalk"]["ns_per_run"] for p in s6["pairs"] if p["pywalk"].get("ns_per_run"))
+        sw = sorted(p["alone"]["switches_per_s"] for p in s6["pairs"])
+        L.append("## 6. Off-CPU mode")
+        L.append("")
+        L.append("`pywalk record -p PID --mode off-cpu` on `bench/workload.py switches` (%s): two "
+                 "threads hand a byte back and forth over pipes, 10 frames deep, %d s a run; "
+                 "the workload's rate alone and with pywalk, %d alternated pairs; the cost of "
+                 "`on_switch` per run from the kernel's BPF statistics (a run is one context "
+                 "switch of the host: a walk when a target thread leaves, a lookup when one "
+                 "comes back, an early exit otherwise)." % (
+                     s6["interp"], s6["seconds"], len(s6["pairs"])))
+        L.append("")
+        L.append("| switches/s (median) | slowdown, median (min - max) | ns per on_switch run, median (min - max) |")
+        L.append("|--:|--:|--:|")
+        L.append("| %.0f | %+.1f%% (%+.1f%% - %+.1f%%) | %s |" % (
+            statistics.median(sw), statistics.median(sl) * 100, sl[0] * 100, sl[-1] * 100,
+            "%.0f (%.0f - %.0f)" % (statistics.median(ns), ns[0], ns[-1]) if ns else "–"))
+        L.append("")
+
     if s2:
         L.append("## 4. Recovery of the known time split")
         L.append("")
@@ -970,8 +1088,8 @@ def main():
     ap.add_argument("--pywalk", default=os.path.join(ROOT, "build", "pywalk"))
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
-    ap.add_argument("--sections", default="1,2,3,5",
-                    help="comma list of 1,2,3,5 (4 rides on 2)")
+    ap.add_argument("--sections", default="1,2,3,5,6",
+                    help="comma list of 1,2,3,5,6 (4 rides on 2)")
     ap.add_argument("--agent-seconds", type=int, default=300,
                     help="length of each agent run in section 5")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")
@@ -1013,6 +1131,11 @@ def main():
         res["errors"] += res["agent"]["errors"]
         if not res["agent"]["runs"]:
             res["errors"].append("section 5 produced no figures")
+    if "6" in sections:
+        res["offcpu"] = section_offcpu(cfg, interps)
+        res["errors"] += res["offcpu"]["errors"]
+        if not res["offcpu"]["pairs"]:
+            res["errors"].append("section 6 produced no figures")
     res["loadavg_end"] = open("/proc/loadavg").read().strip()
     res["elapsed_s"] = time.monotonic() - t0
     res["targets"] = judge(res)

@@ -14,6 +14,7 @@
 import json
 import os
 import sys
+import threading
 import time
 
 A_UNITS, B_UNITS = 7, 3  # the known split: 70 % phase_a, 30 % phase_b
@@ -120,6 +121,35 @@ def run_stacks(n, seconds):
             tops[i](j, k, 200)
 
 
+def run_switches(seconds, depth):
+    """Two threads hand a byte back and forth over two pipes, 10 frames deep: every round
+    is two switch-outs (each thread blocks in os.read), tens of thousands a second."""
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+
+    def echo():
+        while os.read(r1, 1):
+            os.write(w2, b"x")
+
+    def ping(d, end):
+        if d > 1:
+            return ping(d - 1, end)
+        n = 0
+        while time.monotonic() < end:
+            for _ in range(100):
+                os.write(w1, b"x")
+                os.read(r2, 1)
+            n += 100
+        return n
+
+    threading.Thread(target=echo, daemon=True).start()
+    say("ready %d" % os.getpid())
+    sys.stdin.readline()
+    t0 = time.monotonic()
+    n = ping(depth, t0 + seconds)
+    say(json.dumps({"rounds": n, "seconds": time.monotonic() - t0}))
+
+
 def say(line):
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -135,6 +165,8 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "split"
     if mode == "depth":
         run_depth(arg("--depth", 100))
+    elif mode == "switches":
+        run_switches(arg("--seconds", 3), arg("--depth", 10))
     elif mode == "stacks":
         run_stacks(arg("--stacks", 1000), arg("--seconds", 0))
     elif mode == "split":
