@@ -57,7 +57,15 @@ enum pw_outcome {
 	X(LATENCY_DEEP, "latency entries nested too deep to pair")                       \
 	X(LATENCY_UNPAIRED, "latency returns without their entry")                      \
 	X(OFFCPU_RESUMED, "off-CPU: blocked threads that ran again")                     \
-	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")
+	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")                   \
+	X(OFFCPU_DEFERRED, "off-CPU: waits in a system call, walked at its exit if long")  \
+	X(OFFCPU_SHORT, "off-CPU: waits shorter than --min-block, not walked")             \
+	X(OFFCPU_UNATTRIBUTED, "off-CPU: long waits whose system call exit was not seen")   \
+	X(OFFCPU_PREEMPTIONS, "off-CPU: preemptions, not walked (off-cpu with --min-block)") \
+	X(OFFCPU_NS_PREEMPTED, "off-CPU: ns preempted, walked at the syscall exit")        \
+	X(OFFCPU_NS_SLEEP, "off-CPU: ns sleeping, walked at the syscall exit")             \
+	X(OFFCPU_NS_IO, "off-CPU: ns uninterruptible, walked at the syscall exit")         \
+	X(OFFCPU_NS_OTHER, "off-CPU: ns other, walked at the syscall exit")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,

@@ -1,25 +1,42 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /* Off-CPU time by Python stack (record --mode off-cpu / wall). sched_switch runs in the
- * context of the thread that leaves the CPU, so its Python chain is read as the sampler
- * reads it, with the same completeness rules: the stack is shipped then, weight 0, and the
- * switch-out time is kept per thread. When that thread is switched in again, a small
- * record gives the nanoseconds it spent off CPU and the state it left in; userspace pairs
- * the two (the ring buffer keeps their order). A thread's Python stack cannot change while
- * it is off CPU, so the stack shipped is exactly the one that waited.
+ * context of the thread that leaves the CPU, and a thread's Python stack cannot change while
+ * it is off CPU, so the stack that waited can be read in two places, both in that thread's
+ * own context and by the sampler's rules:
+ * - at the switch-out itself: the stack is shipped with weight 0 and the switch-in ships a
+ *   small record of the time off CPU, which userspace pairs with it (the ring buffer keeps
+ *   their order). This is the way without --min-block, and always for a thread that leaves
+ *   outside a system call (preempted, a page fault): nothing else runs in its context
+ *   before its Python code does.
+ * - with --min-block, for a thread that blocks inside a system call: nothing is read when
+ *   it leaves; when it comes back after at least min_block_ns, the wait is owed to it, and
+ *   the exit of that same system call, the first thing it does in its own context, walks
+ *   and ships the stack weighing the whole wait. Short waits cost a map update and a
+ *   lookup, no walk: that bounds the cost on a program that switches 100,000 times a second.
  * Included by pywalk.bpf.c after the sampler's helpers. */
 #ifndef PW_OFFCPU_SWITCH_H
 #define PW_OFFCPU_SWITCH_H
 
-/* Set by the loader for --mode off-cpu and wall; the program is attached only then. */
+/* Set by the loader for --mode off-cpu and wall; the programs are attached only then. */
 const volatile bool offcpu_on = false;
+const volatile __u64 offcpu_min_block_ns = 0;
+const volatile bool offcpu_wall = false; /* on-CPU samples too: preemption is counted */
+
+/* pw_switched_out.flags */
+#define PW_SW_HELD 1 /* the stack is in userspace already (shipped, or read by pywalk) */
+#define PW_SW_OWED 2 /* back on CPU after a long wait: the syscall exit walks */
 
 struct pw_switched_out {
-	__u64 time_ns;
+	__u64 time_ns;	/* when it left (the latest time, for a wait owed so far) */
 	__u32 target;
 	__u32 block;
+	__u64 owed_ns;	/* waits of this system call long enough to count, so far */
+	__s64 syscall;	/* the system call it waits in (deferred waits) */
+	__u32 flags;	/* PW_SW_* */
+	__u32 pad;
 };
 
-/* Threads whose stack was shipped at switch-out and that have not run since (host tid). */
+/* Target threads that left the CPU and whose wait is not accounted yet (host tid). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -45,16 +62,42 @@ static __always_inline __u32 block_class(unsigned int state)
 	return PW_BLOCK_OTHER;
 }
 
-/* `next` runs again: the stack it shipped when it left weighs the time in between. */
+static __always_inline void count_blocked_ns(__u32 block, __u64 ns)
+{
+	__u32 k = PW_COUNTER_INDEX(PW_CNT_OFFCPU_NS_PREEMPTED) +
+		  (block < PW_BLOCK__COUNT ? block : PW_BLOCK_OTHER);
+	__u64 *v = bpf_map_lookup_elem(&outcomes, &k);
+
+	if (v)
+		*v += ns;
+}
+
+/* `next` runs again. */
 static __always_inline void switched_in(struct task_struct *next, __u64 now)
 {
 	__u32 tid = BPF_CORE_READ(next, pid);
 	struct pw_switched_out *out = tid ? bpf_map_lookup_elem(&switched_out, &tid) : NULL;
 	struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid, .time_ns = now };
+	__u64 ns;
 
-	if (!out)
+	if (!out || (out->flags & PW_SW_OWED))
 		return;
-	r.off_ns = now - out->time_ns;
+	ns = now - out->time_ns;
+	if (!(out->flags & PW_SW_HELD)) {
+		/* deferred: owed to the syscall exit if long enough, else forgotten */
+		if (ns >= offcpu_min_block_ns) {
+			out->owed_ns += ns;
+			out->flags |= PW_SW_OWED;
+		} else if (out->owed_ns) {
+			out->flags |= PW_SW_OWED; /* an earlier wait of this syscall counts */
+		} else {
+			count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_SHORT));
+			bpf_map_delete_elem(&switched_out, &tid);
+		}
+		return;
+	}
+	/* the stack is held in userspace: say how long it waited */
+	r.off_ns = ns;
 	r.target = out->target;
 	r.block = out->block;
 	bpf_map_delete_elem(&switched_out, &tid);
@@ -64,14 +107,23 @@ static __always_inline void switched_in(struct task_struct *next, __u64 now)
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_RESUMED));
 }
 
-/* The current thread leaves the CPU in `state`: walk and ship its stack if it is a target's. */
+/* The system call the current thread is in, or -1 (a fault, an interrupt, preemption). */
+static __always_inline __s64 current_syscall(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return regs ? (__s64)BPF_CORE_READ(regs, orig_ax) : -1;
+}
+
+/* The current thread leaves the CPU in `state`. */
 static __always_inline void switched_out_now(struct task_struct *prev, unsigned int state,
 					     __u64 now)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id, outcome;
-	struct pw_switched_out out = { .time_ns = now, .block = block_class(state) };
+	__u32 pid = id >> 32, tid = (__u32)id, outcome, block = block_class(state);
+	struct pw_switched_out out = { .time_ns = now, .block = block }, *old;
 	const struct pw_proc *cfg;
+	__s64 nr;
 
 	/* an exiting thread does not come back; its last switch has nothing to wait for */
 	if (!pid || (BPF_CORE_READ(prev, flags) & 0x4 /* PF_EXITING */))
@@ -79,12 +131,39 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 	cfg = bpf_map_lookup_elem(&procs, &pid);
 	if (!cfg)
 		return;
+	out.target = cfg->target;
+	/* off-cpu with --min-block: a preempted thread is runnable, not waiting for anything
+	 * (wall mode counts it, as time the thread wanted the CPU) */
+	if (block == PW_BLOCK_PREEMPTED && offcpu_min_block_ns && !offcpu_wall) {
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_PREEMPTIONS));
+		return;
+	}
+	nr = block == PW_BLOCK_PREEMPTED ? -1 : current_syscall(prev);
+	if (offcpu_min_block_ns && nr >= 0) {
+		old = bpf_map_lookup_elem(&switched_out, &tid);
+		if (old && (old->flags & PW_SW_OWED) && old->syscall == nr) {
+			/* woke and waits again inside the same system call: one wait */
+			out.owed_ns = old->owed_ns;
+		} else if (old && (old->flags & PW_SW_OWED)) {
+			count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
+		}
+		out.syscall = nr;
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_DEFERRED));
+		bpf_map_update_elem(&switched_out, &tid, &out, BPF_ANY);
+		return;
+	}
+	old = bpf_map_lookup_elem(&switched_out, &tid);
+	if (old && (old->flags & PW_SW_OWED))
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
 	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0);
 	count_probe(PW_PROBE_OFFCPU, outcome);
-	if (outcome != PW_OUT_SHIPPED)
+	if (outcome != PW_OUT_SHIPPED) {
+		if (old)
+			bpf_map_delete_elem(&switched_out, &tid);
 		return;
-	out.target = cfg->target;
+	}
+	out.flags = PW_SW_HELD;
 	bpf_map_update_elem(&switched_out, &tid, &out, BPF_ANY);
 }
 
@@ -101,6 +180,42 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	switched_in(next, now);
 	switched_out_now(prev, prev_state, now);
+	return 0;
+}
+
+/* The exit of a system call: if this thread's wait in it was long, walk now (its Python
+ * stack is still the one that waited) and ship the stack weighing the wait. */
+SEC("raw_tp/sys_exit")
+int on_offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id, outcome, block;
+	struct pw_switched_out *out = bpf_map_lookup_elem(&switched_out, &tid);
+	struct pt_regs *regs;
+	const struct pw_proc *cfg;
+	__u64 owed;
+
+	if (!out || !(out->flags & PW_SW_OWED))
+		return 0;
+	regs = (struct pt_regs *)ctx->args[0];
+	owed = out->owed_ns;
+	block = out->block;
+	if ((__s64)BPF_CORE_READ(regs, orig_ax) != out->syscall || out->target == 0) {
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
+		bpf_map_delete_elem(&switched_out, &tid);
+		return 0;
+	}
+	bpf_map_delete_elem(&switched_out, &tid);
+	cfg = bpf_map_lookup_elem(&procs, &pid);
+	if (!cfg) {
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
+		return 0;
+	}
+	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
+	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, owed);
+	count_probe(PW_PROBE_OFFCPU, outcome);
+	if (outcome == PW_OUT_SHIPPED)
+		count_blocked_ns(block, owed);
 	return 0;
 }
 

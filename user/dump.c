@@ -31,6 +31,7 @@ static int read_target(void *dst, uint32_t size, uint64_t addr)
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
 /* Not paused: reads of every thread state until none moved under the walk. */
 #define NONBLOCKING_ATTEMPTS 20
+#define NONBLOCKING_SPACING_US 10000
 
 struct task_list {
 	pid_t tids[MAX_THREADS];
@@ -340,6 +341,34 @@ static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_
 	return 0;
 }
 
+/* Fold attempt `d` into `best`: threads new to best are added; a thread best has without a
+ * stack takes d's if d's is one. The frames move (d's entry is left without them). */
+static int keep_best(struct dump *best, struct dump *d)
+{
+	for (size_t i = 0; i < d->nthreads; i++) {
+		struct dump_thread *t = &d->threads[i], *b = NULL;
+
+		for (size_t j = 0; j < best->nthreads && !b; j++)
+			if (best->threads[j].thread_id == t->thread_id)
+				b = &best->threads[j];
+		if (!b) {
+			struct dump_thread *grown =
+				realloc(best->threads, (best->nthreads + 1) * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			best->threads = grown;
+			best->threads[best->nthreads++] = *t;
+			t->frames = NULL;
+		} else if (b->outcome != PW_OUT_SHIPPED && t->outcome == PW_OUT_SHIPPED) {
+			free(b->frames);
+			*b = *t;
+			t->frames = NULL;
+		}
+	}
+	return 0;
+}
+
 static bool any_torn(const struct dump *d)
 {
 	for (size_t i = 0; i < d->nthreads; i++)
@@ -383,12 +412,25 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		err = list_tasks(pid, tasks);
 		if (!err)
 			read_task_states(pid, tasks);
+		struct dump best = { 0 };
+
+		/* attempts 10 ms apart, so that a thread busy for a while is caught asleep by
+		 * one of them; each thread keeps the first stack it had of one instant */
 		for (unsigned int i = 0; !err && i < NONBLOCKING_ATTEMPTS; i++) {
 			d->attempts = i + 1;
+			if (i)
+				usleep(NONBLOCKING_SPACING_US);
 			err = read_threads(d, &cfg, max_depth, tasks);
-			if (!err && !any_torn(d))
+			if (!err)
+				err = keep_best(&best, d);
+			if (!err && !any_torn(&best))
 				break;
 		}
+		for (size_t i = 0; i < d->nthreads; i++)
+			free(d->threads[i].frames);
+		free(d->threads);
+		d->threads = best.threads;
+		d->nthreads = best.nthreads;
 	}
 	if (err && !why[0])
 		snprintf(why, why_size, "cannot read the thread states of PID %d: %s", pid,

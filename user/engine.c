@@ -52,6 +52,7 @@ struct engine {
 	size_t ntaps;
 	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
 	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
+	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
 };
 
 /* Bytes of stacks held while their threads are off CPU: a thread holds one. */
@@ -474,6 +475,7 @@ int engine__start(struct engine *e)
 							    e->s.mode == CLI_MODE_WALL ?
 								    LOADER_WALL :
 								    LOADER_ON_CPU,
+						    .min_block_ns = e->s.min_block_ns,
 						    .frequency_hz = e->s.frequency_hz,
 						    .max_depth = e->s.max_depth,
 						    .event = e->s.event,
@@ -606,6 +608,30 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 	return 0;
 }
 
+/* A wait the kernel deferred to its syscall's exit, still going when sampling stopped. */
+static void read_deferred_wait(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
+			       uint64_t owed_ns, bool held)
+{
+	static uint8_t rec[sizeof(struct pw_sample_hdr) + PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)]
+		__attribute__((aligned(8)));
+	struct engine *e = ctx;
+	const struct target *t = discover__target(e->disc, target);
+	uint64_t now = now_ns(), ns;
+	int len;
+
+	if (held)
+		return; /* its stack is held: the flush counts it */
+	ns = owed_ns + (now > time_ns ? now - time_ns : 0);
+	if (!t || ns < e->s.min_block_ns)
+		return;
+	len = dump_thread_record(t, tid, e->s.max_depth, time_ns, rec, sizeof(rec));
+	if (len <= 0)
+		return;
+	((struct pw_sample_hdr *)rec)->weight = ns;
+	e->deferred_at_end++;
+	count_sample(e, rec, (size_t)len);
+}
+
 int engine__finish(struct engine *e)
 {
 	uint64_t stopped;
@@ -624,7 +650,10 @@ int engine__finish(struct engine *e)
 		pw_err("reading samples failed: %s\n", strerror(-err));
 		return err;
 	}
-	/* threads still off CPU (a hung one) have waited since they left */
+	/* threads still off CPU (a hung one) have waited since they left: those whose stack
+	 * the kernel did not read (a deferred wait) are read from memory now */
+	if (e->off && e->s.min_block_ns)
+		loader__foreach_switched_out(e->ld, read_deferred_wait, e);
 	if (e->off) {
 		err = offcpu__flush(e->off, stopped, count_sample, e);
 		if (err < 0) {
@@ -670,11 +699,14 @@ static double secs(uint64_t ns)
 static void print_offcpu_summary(struct engine *e, const struct engine_counts *c)
 {
 	const struct offcpu_stats *st = offcpu__stats(e->off);
-	uint64_t total = st->open_ns;
+	uint64_t total = st->open_ns, ns[PW_BLOCK__COUNT];
 
-	for (int i = 0; i < PW_BLOCK__COUNT; i++)
-		total += st->ns[i];
-	fprintf(stderr, "pywalk: %llu switch-outs of target threads, accounted as:\n",
+	/* held stacks' time is counted here, that of stacks walked at a syscall exit in BPF */
+	for (int i = 0; i < PW_BLOCK__COUNT; i++) {
+		ns[i] = st->ns[i] + c->counters[PW_CNT_OFFCPU_NS_PREEMPTED + i];
+		total += ns[i];
+	}
+	fprintf(stderr, "pywalk: %llu walks of waiting threads, accounted as:\n",
 		(unsigned long long)c->offcpu_runs);
 	for (int i = 0; i < PW_OUT__COUNT; i++)
 		if (c->offcpu_outcomes[i] || i == PW_OUT_SHIPPED || log_level >= LOG_DEBUG)
@@ -687,12 +719,23 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		"before their return was seen, %llu over the memory budget, %llu of an ended "
 		"lifetime\n",
 		(unsigned long long)st->held, secs(total), (unsigned long long)st->counted,
-		secs(st->ns[PW_BLOCK_SLEEP]),
-		secs(st->ns[PW_BLOCK_IO]), secs(st->ns[PW_BLOCK_PREEMPTED]),
-		secs(st->ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end,
+		secs(ns[PW_BLOCK_SLEEP]), secs(ns[PW_BLOCK_IO]), secs(ns[PW_BLOCK_PREEMPTED]),
+		secs(ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end,
 		secs(st->open_ns), (unsigned long long)st->short_blocks,
 		(unsigned long long)st->replaced, (unsigned long long)st->over_budget,
 		(unsigned long long)st->ended);
+	if (e->s.min_block_ns)
+		fprintf(stderr,
+			"pywalk: off-CPU: %llu waits in system calls deferred to their exit: %llu "
+			"walked there (%.3f s), %llu shorter than --min-block (not walked), %llu "
+			"still waiting at the end (read from memory), %llu not attributed (their "
+			"exit was not seen); %llu preemptions not walked\n",
+			(unsigned long long)c->counters[PW_CNT_OFFCPU_DEFERRED],
+			(unsigned long long)st->at_exit, secs(st->at_exit_ns),
+			(unsigned long long)c->counters[PW_CNT_OFFCPU_SHORT],
+			(unsigned long long)e->deferred_at_end,
+			(unsigned long long)c->counters[PW_CNT_OFFCPU_UNATTRIBUTED],
+			(unsigned long long)c->counters[PW_CNT_OFFCPU_PREEMPTIONS]);
 	fprintf(stderr, "pywalk: off-CPU: %llu thread%s already waiting when sampling began, "
 			"%s read from memory\n",
 		(unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",

@@ -106,6 +106,11 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	/* every context switch of the host runs it: only when off-CPU time is asked for */
 	ld->skel->rodata->offcpu_on = opts->mode != LOADER_ON_CPU;
 	bpf_program__set_autoattach(ld->skel->progs.on_switch, opts->mode != LOADER_ON_CPU);
+	/* with --min-block, waits inside system calls are walked at the call's exit */
+	ld->skel->rodata->offcpu_min_block_ns = opts->min_block_ns;
+	ld->skel->rodata->offcpu_wall = opts->mode == LOADER_WALL;
+	bpf_program__set_autoattach(ld->skel->progs.on_offcpu_sys_exit,
+				    opts->mode != LOADER_ON_CPU && opts->min_block_ns);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
@@ -176,6 +181,10 @@ void loader__stop(struct loader *ld)
 		bpf_link__destroy(ld->skel->links.on_switch);
 		ld->skel->links.on_switch = NULL;
 	}
+	if (ld->skel && ld->skel->links.on_offcpu_sys_exit) {
+		bpf_link__destroy(ld->skel->links.on_offcpu_sys_exit);
+		ld->skel->links.on_offcpu_sys_exit = NULL;
+	}
 	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++) {
 		bpf_link__destroy(ld->links[cpu]);
 		ld->links[cpu] = NULL;
@@ -227,18 +236,41 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target)
 struct switched_out_value {
 	uint64_t time_ns;
 	uint32_t target, block;
+	uint64_t owed_ns;
+	int64_t syscall;
+	uint32_t flags, pad;
 };
+#define SWITCHED_OUT_HELD 1 /* PW_SW_HELD */
 
 int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uint64_t time_ns,
 			      uint32_t block)
 {
 	__u32 key = (__u32)tid;
-	struct switched_out_value v = { time_ns, target, block };
+	struct switched_out_value v = { .time_ns = time_ns, .target = target, .block = block,
+					.flags = SWITCHED_OUT_HELD };
 
 	if (bpf_map__update_elem(ld->skel->maps.switched_out, &key, sizeof(key), &v, sizeof(v),
 				 BPF_NOEXIST))
 		return -errno;
 	return 0;
+}
+
+void loader__foreach_switched_out(struct loader *ld,
+				  void (*cb)(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
+					     uint64_t owed_ns, bool held),
+				  void *ctx)
+{
+	__u32 key, next, *prev = NULL;
+	struct switched_out_value v;
+
+	while (!bpf_map__get_next_key(ld->skel->maps.switched_out, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(ld->skel->maps.switched_out, &key, sizeof(key), &v,
+					 sizeof(v), 0))
+			continue;
+		cb(ctx, (pid_t)key, v.target, v.time_ns, v.owed_ns, v.flags & SWITCHED_OUT_HELD);
+	}
 }
 
 void loader__unmark_switched_out(struct loader *ld, pid_t tid, uint64_t time_ns)

@@ -21,6 +21,7 @@ enum loader_mode {
 
 struct loader_opts {
 	enum loader_mode mode;
+	uint64_t min_block_ns; /* off-CPU: shorter waits in system calls are not walked */
 	uint32_t frequency_hz;
 	uint32_t max_depth;
 	const char *event;    /* "cpu-clock" (default), "cycles", "task-clock" */
@@ -53,6 +54,11 @@ int loader__poll(struct loader *ld, int timeout_ms);
  * already seen it leave since (-EEXIST). 0 or a negative errno. */
 int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uint64_t time_ns,
 			      uint32_t block);
+/* Every thread still marked off CPU: cb(ctx, tid, target, since, owed ns, held). */
+void loader__foreach_switched_out(struct loader *ld,
+				  void (*cb)(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
+					     uint64_t owed_ns, bool held),
+				  void *ctx);
 /* Forget that mark if it is still the one made at `time_ns` (the thread ran meanwhile). */
 void loader__unmark_switched_out(struct loader *ld, pid_t tid, uint64_t time_ns);
 

@@ -89,8 +89,14 @@ int offcpu__hold(struct offcpu *o, const void *data, size_t size)
 	if (size < sizeof(h))
 		return 0;
 	memcpy(&h, data, sizeof(h));
-	if (h.probe != PW_PROBE_OFFCPU || h.weight)
+	if (h.probe != PW_PROBE_OFFCPU)
 		return 0;
+	if (h.weight) {
+		/* walked at the exit of the system call it waited in, weighed already */
+		o->st.at_exit++;
+		o->st.at_exit_ns += h.weight;
+		return 0;
+	}
 	o->st.held++;
 	if (find(o, h.tid, &id)) {
 		/* a second switch-out before the first one's resumption: that record was lost */

@@ -24,6 +24,9 @@ struct offcpu_stats {
 	uint64_t unpaired;     /* resumptions without a held stack (their stack was
 				* rejected, or shipped before pywalk listened) */
 	uint64_t ns[PW_BLOCK__COUNT]; /* time counted, by why the thread was off CPU */
+	/* --min-block: waits in a system call, walked at its exit and weighed there (not
+	 * held; the kernel counts their time by reason) */
+	uint64_t at_exit, at_exit_ns;
 };
 
 struct offcpu;
