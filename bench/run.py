@@ -726,9 +726,11 @@ def section_offcpu(cfg, interps):
     with open(stats_path, "w") as f:
         f.write("1")
     try:
-        for i in range(pairs):
-            pair = {}
-            for with_pywalk in ((False, True) if i % 2 == 0 else (True, False)):
+        for i in range(2 * pairs):
+            # even pairs: every switch-out walked; odd: --min-block 1ms, walks deferred
+            extra = ["--min-block", "1ms"] if i % 2 else []
+            pair = {"variant": " ".join(extra) or "no --min-block"}
+            for with_pywalk in ((False, True) if i % 4 < 2 else (True, False)):
                 p = tool = None
                 try:
                     p, pid = start_workload(py, ["switches", "--seconds", str(seconds)],
@@ -737,7 +739,7 @@ def section_offcpu(cfg, interps):
                         since = int(time.time()) - 1
                         tool = subprocess.Popen(
                             [cfg.pywalk, "record", "-p", str(pid), "--mode", "off-cpu",
-                             "-o", "/dev/null", "-q"],
+                             "-o", "/dev/null", "-q"] + extra,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                         time.sleep(1.5)  # loaded, attached, the target's threads seeded
                         if tool.poll() is not None:
@@ -761,9 +763,10 @@ def section_offcpu(cfg, interps):
             if "alone" in pair and "pywalk" in pair:
                 pair["slowdown"] = pair["alone"]["rounds_per_s"] / pair["pywalk"]["rounds_per_s"] - 1
                 out["pairs"].append(pair)
-                log("off-cpu pair %d: %.0f vs %.0f rounds/s (%+.1f%%), %.0f switches/s, "
+                log("off-cpu pair %d (%s): %.0f vs %.0f rounds/s (%+.1f%%), %.0f switches/s, "
                     "%s ns per on_switch run" % (
-                        i, pair["alone"]["rounds_per_s"], pair["pywalk"]["rounds_per_s"],
+                        i, pair["variant"], pair["alone"]["rounds_per_s"],
+                        pair["pywalk"]["rounds_per_s"],
                         pair["slowdown"] * 100, pair["alone"]["switches_per_s"],
                         fmt(pair["pywalk"].get("ns_per_run"), "%.0f")))
     except Exception as e:  # noqa: BLE001
@@ -935,9 +938,6 @@ def render(res):
 
     s6 = res.get("offcpu")
     if s6 and s6["pairs"]:
-        sl = sorted(p["slowdown"] for p in s6["pairs"])
-        ns = sorted(p["pywalk"]["ns_per_run"] for p in s6["pairs"] if p["pywalk"].get("ns_per_run"))
-        sw = sorted(p["alone"]["switches_per_s"] for p in s6["pairs"])
         L.append("## 6. Off-CPU mode")
         L.append("")
         L.append("`pywalk record -p PID --mode off-cpu` on `bench/workload.py switches` (%s): two "
@@ -948,11 +948,17 @@ def render(res):
                  "comes back, an early exit otherwise)." % (
                      s6["interp"], s6["seconds"], len(s6["pairs"])))
         L.append("")
-        L.append("| switches/s (median) | slowdown, median (min - max) | ns per on_switch run, median (min - max) |")
-        L.append("|--:|--:|--:|")
-        L.append("| %.0f | %+.1f%% (%+.1f%% - %+.1f%%) | %s |" % (
-            statistics.median(sw), statistics.median(sl) * 100, sl[0] * 100, sl[-1] * 100,
-            "%.0f (%.0f - %.0f)" % (statistics.median(ns), ns[0], ns[-1]) if ns else "–"))
+        L.append("| pywalk | switches/s (median) | slowdown, median (min - max) | ns per on_switch run, median (min - max) |")
+        L.append("|---|--:|--:|--:|")
+        for variant in sorted(set(p.get("variant", "") for p in s6["pairs"])):
+            ps = [p for p in s6["pairs"] if p.get("variant", "") == variant]
+            sl = sorted(p["slowdown"] for p in ps)
+            ns = sorted(p["pywalk"]["ns_per_run"] for p in ps if p["pywalk"].get("ns_per_run"))
+            sw = sorted(p["alone"]["switches_per_s"] for p in ps)
+            L.append("| %s | %.0f | %+.1f%% (%+.1f%% - %+.1f%%) | %s |" % (
+                variant, statistics.median(sw), statistics.median(sl) * 100, sl[0] * 100,
+                sl[-1] * 100,
+                "%.0f (%.0f - %.0f)" % (statistics.median(ns), ns[0], ns[-1]) if ns else "–"))
         L.append("")
 
     if s2:
