@@ -317,7 +317,12 @@ static int update(struct top_run *r, struct engine *e, uint64_t now)
 		snprintf(r->fail, sizeof(r->fail), "cannot update the view: %s", strerror(-err));
 		return err;
 	}
+	if (profile__counts_ns(engine__profile(e)))
+		/* the walks of waiting threads, with the samples' in wall mode */
+		for (int i = 0; i < PW_OUT__COUNT; i++)
+			c.outcomes[i] += c.offcpu_outcomes[i];
 	fill_counters(&r->st, c.outcomes, engine__profile(e));
+	r->st.ns = profile__counts_ns(engine__profile(e));
 	r->st.rate = top_model__samples(r->model, false) / ((now - r->last) / 1e9);
 	r->st.elapsed_s = (now - r->start) / 1e9;
 	r->last = now;

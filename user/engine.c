@@ -589,6 +589,13 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 		if (now >= e->next_tick_ns)
 			e->next_tick_ns = discover__tick(e->disc, now);
 		release_gone(e, now, false);
+		if (e->off) {
+			err = offcpu__count_open(e->off, now, count_sample, e);
+			if (err) {
+				pw_err("counting off-CPU time failed: %s\n", strerror(-err));
+				return err;
+			}
+		}
 		if (e->deadline_ns && now >= e->deadline_ns)
 			break;
 		if (e->launched && now >= e->next_launch_poll_ns) {

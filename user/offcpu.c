@@ -14,6 +14,7 @@ struct held {
 	uint32_t next_free;
 	void *rec;	/* a copy of the sample record */
 	size_t size;
+	uint64_t counted_ns; /* of its wait, already counted while it went on */
 };
 
 struct offcpu {
@@ -152,7 +153,8 @@ static int complete(struct offcpu *o, uint32_t id, uint64_t ns, uint32_t block,
 	if (ns < o->min_block_ns || !ns) {
 		o->st.short_blocks++;
 	} else {
-		hdr->weight = ns;
+		/* what offcpu__count_open counted of it already is not counted again */
+		hdr->weight = ns > h->counted_ns ? ns - h->counted_ns : 0;
 		if (block == PW_BLOCK__COUNT) {
 			o->st.open_at_end++;
 			o->st.open_ns += ns;
@@ -160,10 +162,34 @@ static int complete(struct offcpu *o, uint32_t id, uint64_t ns, uint32_t block,
 			o->st.counted++;
 			o->st.ns[block < PW_BLOCK__COUNT ? block : PW_BLOCK_OTHER] += ns;
 		}
-		err = emit(ctx, h->rec, h->size);
+		if (hdr->weight)
+			err = emit(ctx, h->rec, h->size);
 	}
 	release(o, id);
 	return err;
+}
+
+int offcpu__count_open(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, void *ctx)
+{
+	for (size_t i = 0; i < o->nslots; i++) {
+		struct held *h = &o->slots[i];
+		struct pw_sample_hdr *hdr = h->rec;
+		uint64_t so_far;
+		int err;
+
+		if (!h->tid || now_ns <= hdr->time_ns)
+			continue;
+		so_far = now_ns - hdr->time_ns;
+		if (so_far < o->min_block_ns || so_far < h->counted_ns + OFFCPU_OPEN_STEP_NS)
+			continue;
+		hdr->weight = so_far - h->counted_ns;
+		h->counted_ns = so_far;
+		err = emit(ctx, h->rec, h->size);
+		hdr->weight = 0;
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit,

@@ -48,6 +48,13 @@ typedef int (*offcpu_emit_fn)(void *ctx, const void *data, size_t size);
 int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit,
 		   void *ctx);
 
+/* Waits still going on at now_ns count up to now (and the rest when they end): a hung
+ * thread shows in a live view and in each of the agent's windows, each window with its own
+ * share of the wait. Emits only waits long enough to count, at most every
+ * OFFCPU_OPEN_STEP_NS each. 0 or the emitter's error. */
+#define OFFCPU_OPEN_STEP_NS (100 * 1000000ull)
+int offcpu__count_open(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, void *ctx);
+
 /* Sampling stopped at now_ns (CLOCK_MONOTONIC): every stack still held has been off CPU
  * since its switch-out; emit each that is long enough and release all. */
 int offcpu__flush(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, void *ctx);

@@ -254,6 +254,23 @@ static void put_line(const struct top_view *v, int y, int cols, const char *raw,
 }
 
 /* Sample count in `width` columns: exact while it fits, then in thousands or millions. */
+/* A duration in ns in `width` columns: 850us, 12ms, 1.5s, 42s, 12m. */
+static void format_time(char *buf, size_t size, int width, uint64_t ns)
+{
+	double s = (double)ns / 1e9;
+
+	if (s >= 600)
+		snprintf(buf, size, "%*.0fm", width - 1, s / 60);
+	else if (s >= 10)
+		snprintf(buf, size, "%*.0fs", width - 1, s);
+	else if (s >= 1)
+		snprintf(buf, size, "%*.1fs", width - 1, s);
+	else if (ns >= 1000000)
+		snprintf(buf, size, "%*.0fms", width - 2, (double)ns / 1e6);
+	else
+		snprintf(buf, size, "%*.0fus", width - 2, (double)ns / 1e3);
+}
+
 static void format_count(char *buf, size_t size, int width, uint64_t v)
 {
 	static const char suffix[] = { 0, 'k', 'M', 'G', 'T', 'P' };
@@ -302,9 +319,16 @@ static void draw_header(const struct top_view *v, int cols, const struct top_sta
 	char raw[1024], rej[128] = "", extra[64] = "";
 	unsigned long up = (unsigned long)st->elapsed_s;
 
-	snprintf(raw, sizeof(raw),
-		 "pywalk top - %s - up %lu:%02lu:%02lu - %.1f samples/s - every %.1f s", st->title,
-		 up / 3600, up / 60 % 60, up % 60, st->rate, st->interval_s);
+	if (st->ns)
+		/* seconds counted per second: how many threads wait (off-cpu), on average */
+		snprintf(raw, sizeof(raw),
+			 "pywalk top - %s - up %lu:%02lu:%02lu - %.2f s counted/s - every %.1f s",
+			 st->title, up / 3600, up / 60 % 60, up % 60, st->rate / 1e9,
+			 st->interval_s);
+	else
+		snprintf(raw, sizeof(raw),
+			 "pywalk top - %s - up %lu:%02lu:%02lu - %.1f samples/s - every %.1f s",
+			 st->title, up / 3600, up / 60 % 60, up % 60, st->rate, st->interval_s);
 	put_line(v, 0, cols, raw, A_BOLD);
 
 	if (st->rejected)
@@ -320,9 +344,15 @@ static void draw_header(const struct top_view *v, int cols, const struct top_sta
 		 (unsigned long long)st->no_tstate, extra);
 	put_line(v, 1, cols, raw, A_NORMAL);
 
-	snprintf(raw, sizeof(raw), "view: %s, %llu samples - sort: %s%s",
-		 st->cumulative ? "whole run" : "last interval", (unsigned long long)st->samples,
-		 sort_names[st->sort], st->reverse ? ", reversed" : "");
+	if (st->ns)
+		snprintf(raw, sizeof(raw), "view: %s, %.3f s counted - sort: %s%s",
+			 st->cumulative ? "whole run" : "last interval", (double)st->samples / 1e9,
+			 sort_names[st->sort], st->reverse ? ", reversed" : "");
+	else
+		snprintf(raw, sizeof(raw), "view: %s, %llu samples - sort: %s%s",
+			 st->cumulative ? "whole run" : "last interval",
+			 (unsigned long long)st->samples, sort_names[st->sort],
+			 st->reverse ? ", reversed" : "");
 	put_line(v, 2, cols, raw, A_NORMAL);
 
 	top_view_format_heading(l, st->sort, raw, sizeof(raw));
@@ -384,9 +414,9 @@ void top_view_format_row(const struct top_layout *l, bool utf8, const struct top
 		len = add_cell(out, out_size, len, num, 0, 0);
 	}
 	if (l->samples) {
-		format_count(num, sizeof(num), W_COUNT, r->own);
+		(l->ns ? format_time : format_count)(num, sizeof(num), W_COUNT, r->own);
 		len = add_cell(out, out_size, len, num, 0, 0);
-		format_count(num, sizeof(num), W_COUNT, r->total);
+		(l->ns ? format_time : format_count)(num, sizeof(num), W_COUNT, r->total);
 		len = add_cell(out, out_size, len, num, 0, 0);
 	}
 	len = add_cell(out, out_size, len, "", 0, W_GAP);
@@ -452,6 +482,7 @@ void top_view__draw(struct top_view *v, const struct top_status *st, const struc
 		return;
 	}
 	top_view_layout(cols, st->processes ? proc_want(v, rows, nrows, names) : 0, &l);
+	l.ns = st->ns;
 	draw_header(v, cols, st, &l);
 
 	v->page_rows = lines - HEADER_LINES - 1;

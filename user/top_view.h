@@ -23,6 +23,7 @@
  * the fixed columns leave, else those (never below what keeps the PID readable). */
 struct top_layout {
 	bool total_pct, samples, process, file;
+	bool ns; /* counts are nanoseconds (--mode off-cpu, wall): shown as times */
 	int proc_cols, func_cols, file_cols; /* 0 when the column is not shown */
 };
 
@@ -43,7 +44,8 @@ int top_view_text(const char *in, bool utf8, int max_cols, bool keep_tail, char 
 struct top_status {
 	const char *title;	 /* "PID 4242 (python3)": untrusted, escaped when drawn */
 	double elapsed_s;	 /* since sampling started */
-	double rate;		 /* samples/s in the last interval */
+	double rate;		 /* samples/s in the last interval (ns/s when ns) */
+	bool ns;		 /* counts are nanoseconds (--mode off-cpu, wall) */
 	double interval_s;
 	uint64_t samples;	 /* in the window shown */
 	uint64_t shipped, rejected, lost, empty, no_tstate;

@@ -496,3 +496,29 @@ def test_record_progress_line_not_written_to_a_pipe(pywalk, hot_target):
                            universal_newlines=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "\r" not in r.stderr and "recording" not in r.stderr, r.stderr
+
+
+TIME_ROW_RE = re.compile(r"^\s*(\d+\.\d)\s+(\d+\.\d)\s+([\d.]+(?:us|ms|s|m))\s+"
+                         r"([\d.]+(?:us|ms|s|m))\s{2}(.+?)\s+(\S+:\d+)\s*$")
+
+
+def test_top_off_cpu_shows_where_threads_wait_in_time(pywalk, pane):
+    """top --mode off-cpu: rows are functions by the time their threads waited, shown as
+    times, and the header gives the seconds counted per second."""
+    t = Target("offcpu_target.py")
+    try:
+        pane.run_and_status("%s top -p %d --mode off-cpu -i 1s" % (pywalk, t.pid))
+        pane.wait_for("the view", lambda s: "FUNCTION" in s, timeout=20.0)
+
+        def waits_shown(screen):
+            rows = [TIME_ROW_RE.match(l) for l in screen.splitlines()]
+            funcs = set(m.group(5) for m in rows if m)
+            return {"nap", "waiter", "stuck", "reader", "selector"} <= funcs
+        screen = pane.wait_for("the waiting functions, with times", waits_shown, timeout=6.0)
+        m = re.search(r"([\d.]+) s counted/s", screen)
+        # seven threads wait, the main one 70% of the time: about 6.7 s a second
+        assert m and 5.0 <= float(m.group(1)) <= 7.5, screen
+        assert re.search(r"view: last interval, [\d.]+ s counted", screen), screen
+        pane.keys("q")
+    finally:
+        t.stop()

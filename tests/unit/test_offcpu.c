@@ -147,12 +147,42 @@ static void test_many_threads_reuse_their_slots(void **state)
 	offcpu__free(o);
 }
 
+static void test_an_open_wait_counts_as_it_goes_and_once_in_all(void **state)
+{
+	struct offcpu *o = offcpu__new(1000, 1 << 20);
+	struct emitted e = { 0 };
+	struct rec s = sample(5, 3, 1000, PW_PROBE_OFFCPU, 0);
+	struct pw_offcpu_rec r = resumed(5, 3, 350 * 1000000ull, PW_BLOCK_SLEEP);
+	uint64_t sum = 0;
+
+	(void)state;
+	assert_int_equal(offcpu__hold(o, &s, sizeof(s)), 1);
+	/* 50 ms in: less than a step, nothing yet */
+	assert_int_equal(offcpu__count_open(o, 1000 + 50 * 1000000ull, emit, &e), 0);
+	assert_int_equal(e.n, 0);
+	assert_int_equal(offcpu__count_open(o, 1000 + 120 * 1000000ull, emit, &e), 0);
+	assert_int_equal(offcpu__count_open(o, 1000 + 250 * 1000000ull, emit, &e), 0);
+	assert_int_equal(e.n, 2);
+	assert_int_equal(e.weight[0], 120 * 1000000ull);
+	assert_int_equal(e.weight[1], 130 * 1000000ull);
+	/* it ends at 350 ms: the rest, 100 ms */
+	assert_int_equal(offcpu__resume(o, &r, sizeof(r), emit, &e), 0);
+	assert_int_equal(e.n, 3);
+	for (size_t i = 0; i < e.n; i++)
+		sum += e.weight[i];
+	assert_int_equal(sum, 350 * 1000000ull);
+	assert_int_equal(offcpu__stats(o)->ns[PW_BLOCK_SLEEP], 350 * 1000000ull);
+	check_buckets(offcpu__stats(o));
+	offcpu__free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_held_stack_weighs_its_time_off_cpu),
 		cmocka_unit_test(test_short_lost_other_lifetime_and_budget),
 		cmocka_unit_test(test_many_threads_reuse_their_slots),
+		cmocka_unit_test(test_an_open_wait_counts_as_it_goes_and_once_in_all),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
