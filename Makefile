@@ -26,7 +26,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libmicrohttpd libcurl 2>
 PKG_LIBS := $(shell pkg-config --libs libbpf libelf libmicrohttpd libcurl 2>/dev/null || \
 	echo -lbpf -lelf -lmicrohttpd -lcurl) -lz -lpthread
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the host's
+# multiarch include directory, which -target bpf does not search.
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+BPF_SYS_INCLUDES := $(if $(MULTIARCH),-idirafter /usr/include/$(MULTIARCH),)
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN) \
+	$(BPF_SYS_INCLUDES)
 
 ifeq ($(V),1)
 Q :=

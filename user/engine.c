@@ -756,8 +756,9 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 		fprintf(stderr, "pywalk: %llu perf events, accounted as:\n",
 			(unsigned long long)c->runs);
 		for (int i = 0; i < PW_OUT__COUNT; i++)
-			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
-				(unsigned long long)c->outcomes[i]);
+			if (i != PW_OUT_FILTERED) /* the sampler has no --filter */
+				fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+					(unsigned long long)c->outcomes[i]);
 	}
 	if (dropped)
 		fprintf(stderr,
