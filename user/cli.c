@@ -319,8 +319,20 @@ int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sam
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option so a command's own flags stay its own */
-	while ((c = getopt_long(argc, argv, shortopts, all, NULL)) != -1) {
+	for (;;) {
 		int r;
+
+		c = getopt_long(argc, argv, shortopts, all, NULL);
+		if (c == -1) {
+			/* '+' stopped at a non-option: the command's positional argument, unless
+			 * it was "--" (getopt stepped over it) */
+			if (!spec->positional || optind >= argc || !strcmp(argv[optind - 1], "--"))
+				break;
+			r = spec->positional(spec->ctx, argv[optind++]);
+			if (r)
+				return r;
+			continue;
+		}
 
 		if (c == 'h') {
 			spec->help(stdout);
