@@ -74,6 +74,15 @@ $(O)/flame_html.h: user/assets/flame.html | $(O)
 	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
 $(O)/user/out_html.o: $(O)/flame_html.h
 
+# Syscall names and numbers of this architecture, for trace's syscalls:sys_enter_NAME
+# probes (they go by number through the raw sys_enter tracepoint: no tracefs needed).
+$(O)/syscall_names.h: | $(O)
+	$(call msg,GEN,$@)
+	$(Q)echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/X(\1, \2)/p' | sort > $@.tmp
+	$(Q)test -s $@.tmp && mv $@.tmp $@
+$(O)/user/syscalls.o: $(O)/syscall_names.h
+
 $(O)/pywalk: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(PKG_LIBS) -lncursesw -o $@
