@@ -238,7 +238,8 @@ static int check(const struct cli_spec *spec, const struct cli_sampling *s,
 		if (s->all && (s->npids || s->command))
 			return cli_usage_error(cmd, "%s",
 					       "--all takes every process: give no -p or command");
-		if (!s->all && !s->npids && !s->command)
+		if (!s->all && !s->npids && !s->command &&
+		    !(spec->target_optional && *spec->target_optional))
 			return cli_usage_error(cmd, "%s",
 					       (spec->groups & CLI_COMMAND) ?
 						       "nothing to profile: give -p PID, --all or -- "

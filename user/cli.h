@@ -68,6 +68,8 @@ struct cli_spec {
 	/* takes the arguments that are not options (trace's probes), anywhere before "--";
 	 * the command then starts only after "--". Returns 0 or an exit code. May be NULL. */
 	int (*positional)(void *ctx, const char *arg);
+	/* when it points to true after parsing, no target is needed (trace -l) */
+	const bool *target_optional;
 	void *ctx;
 };
 
