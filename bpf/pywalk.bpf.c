@@ -394,7 +394,12 @@ static __always_inline struct pw_hit *hit_buf(void)
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
 
-	return s ? &s->hit : NULL;
+	if (!s)
+		return NULL;
+	/* keeps the compiler from adding the offset before the NULL check (the verifier
+	 * refuses arithmetic on a pointer that may be NULL) */
+	barrier_var(s);
+	return &s->hit;
 }
 
 static __always_inline __s64 field_value(const struct pw_hit *hit, const struct pw_filter_insn *in)
@@ -595,37 +600,38 @@ static __always_inline void latency_enter(__u32 probe, struct pw_hit *hit)
 	st->depth++;
 }
 
-/* A return of a latency pair (probe id of the pair): the hit, its stack weighing the time
- * inside. */
-static __always_inline void latency_exit(__u32 probe, __u32 site)
+/* A return of a latency pair (probe id of the pair): the nanoseconds inside (at least 1)
+ * for the caller to sample with, or 0 when the hit ends here, counted. Callers sample at
+ * one place only: every inlined copy of the walk takes BPF stack of its own. */
+static __always_inline __u64 latency_exit(__u32 probe)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key = id << 32 | probe;
-	__u32 pid = id >> 32, tid = (__u32)id;
-	const struct pw_proc *cfg = pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
+	__u32 pid = id >> 32;
 	struct pw_entries *st;
-	__u64 t0;
+	__u64 t0, now;
 
-	if (!cfg) {
+	if (!pid || !bpf_map_lookup_elem(&procs, &pid)) {
 		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
 		count_probe(probe, PW_OUT_NOT_TARGET);
-		return;
+		return 0;
 	}
 	st = bpf_map_lookup_elem(&entries, &key);
 	if (!st || !st->depth) {
 		/* attached while the call was in progress: no entry to pair with */
 		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_LATENCY_UNPAIRED));
-		return;
+		return 0;
 	}
 	st->depth--;
 	if (st->depth >= PW_LATENCY_DEPTH)
-		return; /* counted as too deep at its entry */
+		return 0; /* counted as too deep at its entry */
 	t0 = st->t[st->depth & (PW_LATENCY_DEPTH - 1)];
-	count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
 	if (!t0) {
+		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
 		count_probe(probe, PW_OUT_FILTERED);
-		return;
+		return 0;
 	}
-	count_probe(probe, sample_python(pid, tid, cfg, probe, site, bpf_ktime_get_ns() - t0));
+	now = bpf_ktime_get_ns();
+	return now > t0 ? now - t0 : 1;
 }
 
 static __always_inline void probe_hit(__u32 probe, __u32 site, struct pw_hit *hit)
@@ -668,13 +674,19 @@ int on_uprobe(struct pt_regs *ctx)
 SEC("uretprobe")
 int on_uretprobe(struct pt_regs *ctx)
 {
-	__u64 c = bpf_get_attach_cookie(ctx);
+	__u64 c = bpf_get_attach_cookie(ctx), weight = 1;
 	__u32 probe = PW_COOKIE_PROBE(c), site = PW_COOKIE_SITE(c);
+	struct pw_hit *hit = NULL;
 
-	if (is_latency(probe))
-		latency_exit(probe, site);
-	else
-		sample_current(probe, site, 1, call_hit(probe, ctx));
+	/* a latency pair's filter decided at the entry */
+	if (is_latency(probe)) {
+		weight = latency_exit(probe);
+		if (!weight)
+			return 0;
+	} else {
+		hit = call_hit(probe, ctx);
+	}
+	sample_current(probe, site, weight, hit);
 	return 0;
 }
 
@@ -753,16 +765,20 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	__u32 v = syscall_entry(nr), probe = PW_SYSCALL_EXIT(v);
 	struct pw_hit *hit = NULL;
 
+	__u64 weight = 1;
+
 	/* the exit of a --latency pair is the enter probe's return */
 	if (PW_SYSCALL_PAIR(v)) {
-		latency_exit(PW_SYSCALL_ENTER(v), (__u32)nr + 1);
+		probe = PW_SYSCALL_ENTER(v);
+		weight = latency_exit(probe);
+		if (!weight)
+			return 0;
+	} else if (!probe) {
 		return 0;
-	}
-	if (!probe)
-		return 0;
-	if (has_filter(probe) && (hit = hit_buf()))
+	} else if (has_filter(probe) && (hit = hit_buf())) {
 		hit->ret = ctx->args[1];
-	sample_current(probe, (__u32)nr + 1, 1, hit);
+	}
+	sample_current(probe, (__u32)nr + 1, weight, hit);
 	return 0;
 }
 
