@@ -38,7 +38,11 @@ static void fail(struct parser *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(ps->why, ps->why_size, "--filter '%s': %s", ps->expr, msg);
+	/* a long expression is cut in the message, so the reason always shows */
+	if (strlen(ps->expr) > 80)
+		snprintf(ps->why, ps->why_size, "--filter '%.60s...': %s", ps->expr, msg);
+	else
+		snprintf(ps->why, ps->why_size, "--filter '%s': %s", ps->expr, msg);
 }
 
 static void skip_space(struct parser *ps)
