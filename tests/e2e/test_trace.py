@@ -252,6 +252,32 @@ def test_latency_pairs_syscall_entry_and_exit(pywalk, interp, start_target, out_
     assert check_hits(stderr, [probe])[probe][1]["shipped"] == tt.N_SLEEP
 
 
+def test_latency_pairs_nested_calls_with_their_own_entry(pywalk, interp, start_target):
+    # qsort -> Python comparator -> qsort, in one thread: each return pairs with its own
+    # entry, so the outer call weighs more than all the inner ones together
+    t = start_target(interp, "nested", script="trace_target.py")
+    probe = "uprobe:libc.so.6:qsort"
+    (rc, stdout, stderr), tout = run_on_target(pywalk, t, ["--latency", "--print", probe])
+    assert rc == 0, stderr
+    callbacks = int(re.search(r"^CALLBACKS (\d+)$", tout, re.M).group(1))
+    outer, inner = [], []
+    for line in stdout.splitlines():
+        secs, pid, tid, tcomm, lprobe, weight, stack = line.split("\t")
+        st = tuple(names(stack.split(";")))
+        if st == ("<module>", "main", "nested_caller"):
+            outer.append(int(weight))
+        elif st == ("<module>", "main", "nested_caller", "nested_compare"):
+            inner.append(int(weight))
+        else:
+            raise AssertionError("unexpected stack: %s" % line)
+    assert len(outer) == 1 and len(inner) == callbacks > 0, stdout
+    assert min(inner) > 0 and outer[0] > sum(inner), (outer, inner)
+    hits = check_hits(stderr, [probe])[probe][1]
+    assert hits["shipped"] == callbacks + 1, stderr
+    assert re.search(r"%s: %d entries; 0 returns without their entry" % (
+        re.escape(probe), callbacks + 1), stderr), stderr
+
+
 # --- USDT ---------------------------------------------------------------------------------
 
 @pytest.mark.core_only

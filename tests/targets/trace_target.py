@@ -9,6 +9,9 @@ Usage: python3 trace_target.py MODE
           gc_caller, with automatic collection off so that no other collection lands there
   sleep - prints READY, waits for SIGUSR1, then usleep(SLEEP_US) N_SLEEP times through
           ctypes from sleep_caller
+  nested - prints READY, waits for SIGUSR1, then one qsort from nested_caller whose
+          comparator (nested_compare) runs a qsort of its own each time; prints
+          "CALLBACKS N"
 
 Each syscall or C function is called from one function that calls nothing else, so a
 probe's stacks are known by their leaf: os.getpid from getpid_caller (and from
@@ -107,6 +110,30 @@ def callback_caller():
     libc.qsort(arr, QSORT_ITEMS, ctypes.sizeof(ctypes.c_int), COMPARE)
 
 
+def inner_compare(a, b):
+    return a[0] - b[0]
+
+
+INNER = CMP(inner_compare)
+
+
+def nested_compare(a, b):
+    """Sorts a small array of its own: a qsort inside the outer qsort, same thread."""
+    global callbacks
+    callbacks += 1
+    arr = (ctypes.c_int * 3)(3, 1, 2)
+    libc.qsort(arr, 3, ctypes.sizeof(ctypes.c_int), INNER)
+    return a[0] - b[0]
+
+
+NESTED = CMP(nested_compare)
+
+
+def nested_caller():
+    arr = (ctypes.c_int * QSORT_ITEMS)(*range(QSORT_ITEMS, 0, -1))
+    libc.qsort(arr, QSORT_ITEMS, ctypes.sizeof(ctypes.c_int), NESTED)
+
+
 def gc_caller():
     for _ in range(N_GC):
         gc.collect()
@@ -156,6 +183,10 @@ def main():
     elif mode == "sleep":
         wait_go()
         sleep_caller()
+    elif mode == "nested":
+        wait_go()
+        nested_caller()
+        print("CALLBACKS %d" % callbacks, flush=True)
     else:
         sys.exit("unknown mode %r" % mode)
 
