@@ -10,6 +10,7 @@ import collections
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -291,6 +292,72 @@ def test_usdt_gc_start_counts_every_collection(pywalk, interp, out_path):
     stacks = by_probe(e2e.parse_folded(out_path), False)[None]
     assert stacks[("<module>", "main", "gc_caller")] == tt.N_GC, stacks
     assert leaf_counts(stacks)["gc_caller"] == tt.N_GC
+
+
+# --- pprof ---------------------------------------------------------------------------------
+
+PPROF_SCRIPT = "import os\nfor i in range(5): os.getpid()\nfor i in range(3): os.getppid()\n"
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("latency", [False, True], ids=["count", "latency"])
+def test_pprof_has_a_sample_type_per_probe(pywalk, interp, tmp_path, latency):
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("go tool pprof is not installed (apt-get install golang-go)")
+    pb = str(tmp_path / "out.pb.gz")
+    r = e2e.run_pywalk(["trace", P_GETPID, P_GETPPID, "-o", pb] +
+                       (["--latency"] if latency else []) + ["--", CORE_PY, "-c", PPROF_SCRIPT])
+    assert r.returncode == 0, r.stderr
+    raw = subprocess.run([go, "tool", "pprof", "-raw", pb], capture_output=True, text=True,
+                         timeout=120)
+    assert raw.returncode == 0, raw.stderr
+    lines = raw.stdout.splitlines()
+    unit = "nanoseconds" if latency else "count"
+    head = lines.index("Samples:")
+    assert lines[head + 1].split() == ["%s/%s" % (P_GETPID, unit), "%s/%s" % (P_GETPPID, unit)]
+    values = [[int(v) for v in l.split(":")[0].split()] for l in lines[head + 2:]
+              if re.match(r"^\s+\d+\s+\d+:", l)]
+    assert len(values) == 2, raw.stdout
+    getpid = [v for v in values if v[1] == 0]
+    getppid = [v for v in values if v[0] == 0]
+    assert len(getpid) == len(getppid) == 1, values
+    if latency:
+        assert getpid[0][0] > 0 and getppid[0][1] > 0
+    else:
+        assert getpid[0][0] == 5 and getppid[0][1] == 3
+
+
+# --- perf events ---------------------------------------------------------------------------
+
+FAULT_SCRIPT = ("import mmap\n"
+                "def toucher(m):\n"
+                "    for off in range(0, len(m), 4096):\n"
+                "        m[off] = 1\n"
+                "toucher(mmap.mmap(-1, 4096 * 2000))\n")
+
+
+@pytest.mark.core_only
+def test_software_event_counts_page_faults_by_stack(pywalk, interp, out_path):
+    probe = "software:page-faults"
+    r = e2e.run_pywalk(["trace", probe, "-o", out_path, "--", CORE_PY, "-c", FAULT_SCRIPT])
+    assert r.returncode == 0, r.stderr
+    check_hits(r.stderr, [probe])
+    stacks = by_probe(e2e.parse_folded(out_path), False)[None]
+    # one fault per fresh anonymous page touched (the kernel may fault around: not more)
+    assert 1000 <= stacks[("<module>", "toucher")] <= 2000, stacks
+
+
+@pytest.mark.core_only
+def test_hardware_event_runs_or_is_refused_clearly(pywalk, interp):
+    r = e2e.run_pywalk(["trace", "hardware:cycles", "-d", "200ms", "--", CORE_PY, "-c", "0"])
+    if r.returncode == 0:
+        check_hits(r.stderr, ["hardware:cycles"])
+        return
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "pywalk: 'hardware:cycles': this machine has no such perf event (a VM without a "
+        "hardware PMU has no hardware: events; try software:cpu-clock)"]
 
 
 # --- -l -----------------------------------------------------------------------------------
