@@ -146,7 +146,8 @@ static int cmp_str(const void *a, const void *b)
 
 static void names_emit_free(struct names *l, void (*fn)(void *ctx, const char *name), void *ctx)
 {
-	qsort(l->v, l->n, sizeof(*l->v), cmp_str);
+	if (l->n) /* qsort takes no NULL array, even empty */
+		qsort(l->v, l->n, sizeof(*l->v), cmp_str);
 	for (size_t i = 0; i < l->n; i++) {
 		if (fn && (!i || strcmp(l->v[i], l->v[i - 1])))
 			fn(ctx, l->v[i]);

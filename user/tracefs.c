@@ -97,7 +97,7 @@ int tracefs_match(const char *category, const char *name,
 		closedir(sub);
 	}
 	closedir(top);
-	if (!err)
+	if (!err && n) /* qsort takes no NULL array, even empty */
 		qsort(v, n, sizeof(*v), cmp_tp);
 	for (size_t i = 0; i < n; i++) {
 		if (!err && fn)
