@@ -133,7 +133,7 @@ bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
 # ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
-FUZZ_TARGETS := linetable strdecode debug_offsets elf maps escape
+FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -143,9 +143,11 @@ FUZZ_MODS_linetable := linetable
 FUZZ_MODS_strdecode := symtab linetable htab intern strtab proc util
 FUZZ_MODS_debug_offsets := pyver proc util
 FUZZ_MODS_elf := elfinfo
+FUZZ_MODS_elfprobe := elfprobe util
 FUZZ_MODS_maps := proc util
 FUZZ_MODS_escape := escape util
 FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
+FUZZ_LIBS_elfprobe := $(FUZZ_LIBS_elf)
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj
