@@ -51,8 +51,9 @@ static void trace_help(FILE *f)
 		"                         its exit), per thread, nesting and recursion paired\n"
 		"      --filter EXPR      count only hits where EXPR holds, decided in the\n"
 		"                         kernel: arg0..arg5 (uprobe, usdt, syscall entry), ret\n"
-		"                         (uretprobe, syscall exit), pid, tid, comm; == != < >\n"
-		"                         <= >= && || ! ( ), integers, \"strings\" for comm\n"
+		"                         (uretprobe, syscall exit), args.NAME (a tracepoint's\n"
+		"                         field), pid, tid, comm; == != < > <= >= && || ! ( ),\n"
+		"                         integers, \"strings\" for comm\n"
 		"      --print            one line per hit on stdout, as it happens (the\n"
 		"                         profile is then written only with -o)\n"
 		"  -l, --list PATTERN     list the probes matching PATTERN and exit\n");
@@ -192,7 +193,8 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 		for (size_t i = 0; i < t->set.nprobes; i++)
 			t->set.probes[i].latency = true;
 	}
-	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, why, sizeof(why)))
+	/* the syntax now; a tracepoint's fields once its tracepoints are known */
+	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, false, why, sizeof(why)))
 		return cli_usage_error("trace", "%s", why);
 	writer = o->format ? out_by_name(o->format) : NULL;
 	if (!writer && o->path)
@@ -219,6 +221,10 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	err = probe_set_resolve(&t->set, s, why, sizeof(why));
 	if (err) {
 		pw_err("%s\n", why);
+		goto out;
+	}
+	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, true, why, sizeof(why))) {
+		ret = cli_usage_error("trace", "%s", why);
 		goto out;
 	}
 	if (write_profile) {

@@ -11,11 +11,15 @@
 #include <string.h>
 
 #include "filter.h"
+#include "tracefs.h"
 
 #define MAX_DEPTH 64 /* the BPF side's stack of truth values is a 64-bit word */
 
 struct parser {
 	const char *expr, *p;
+	const struct probe_set *set;
+	const struct trace_probe *tp;
+	bool resolved; /* the probe's sites are known: look tracepoint fields up */
 	const struct probe_spec *probe;
 	bool latency;
 	struct pw_filter *f;
@@ -85,15 +89,81 @@ static const char *probe_name(const struct parser *ps)
 	return ps->probe->text;
 }
 
+/* args.NAME of a tracepoint: where its record holds it, the same in every tracepoint the
+ * probe matched (one program serves them all). */
+static void record_field(struct parser *ps, struct pw_filter_insn *in, const char *name)
+{
+	struct tracefs_field want = { 0 };
+
+	in->field = PW_FF_CTX;
+	if (ps->probe->kind != PROBE_TRACEPOINT) {
+		fail(ps, "args.%s is for tracepoint: probes (syscall entries take arg0..arg5, "
+			 "their exits ret)",
+		     name);
+		return;
+	}
+	for (size_t k = 0; ps->resolved && k < ps->tp->nsites; k++) {
+		const struct probe_site *site = &ps->set->sites[ps->tp->first + k];
+		struct tracefs_field f;
+		int err = tracefs_field(site->cat, site->name, name, &f);
+
+		if (err == -ENOENT) {
+			fail(ps, "tracepoint %s:%s has no field '%s' (its fields are in %s/events/%s/"
+				 "%s/format)",
+			     site->cat, site->name, name, TRACEFS_DIR, site->cat, site->name);
+			return;
+		}
+		if (err == -EINVAL) {
+			fail(ps, "field '%s' of %s:%s is not a number", name, site->cat, site->name);
+			return;
+		}
+		if (err) {
+			fail(ps, "cannot read the format of %s:%s: %s", site->cat, site->name,
+			     strerror(-err));
+			return;
+		}
+		if (k && memcmp(&f, &want, sizeof(f))) {
+			fail(ps, "field '%s' is not at the same place in every tracepoint '%s' "
+				 "matches",
+			     name, ps->probe->text);
+			return;
+		}
+		want = f;
+	}
+	if (want.offset > PW_FILTER_REC_MAX - 8) {
+		fail(ps, "field '%s' lies past the %d bytes of a record a filter reads", name,
+		     PW_FILTER_REC_MAX);
+		return;
+	}
+	in->off = (uint16_t)want.offset;
+	in->size = (uint8_t)want.size;
+	in->is_signed = want.is_signed;
+}
+
 /* A field name, checked against what the probe's hits carry. */
 static bool parse_field(struct parser *ps, struct pw_filter_insn *in)
 {
 	const char *start;
-	char name[16];
+	char name[64];
 	size_t n;
 
 	skip_space(ps);
 	start = ps->p;
+	if (!strncmp(ps->p, "args.", 5)) {
+		ps->p += 5;
+		start = ps->p;
+		while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
+			ps->p++;
+		n = (size_t)(ps->p - start);
+		if (!n || n >= sizeof(name)) {
+			fail(ps, "expected a field name after 'args.'");
+			return true;
+		}
+		memcpy(name, start, n);
+		name[n] = 0;
+		record_field(ps, in, name);
+		return true;
+	}
 	while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
 		ps->p++;
 	n = (size_t)(ps->p - start);
@@ -123,7 +193,8 @@ static bool parse_field(struct parser *ps, struct pw_filter_insn *in)
 		in->field = PW_FF_ARG;
 		in->arg = (uint8_t)(name[3] - '0');
 	} else {
-		fail(ps, "unknown field '%s' (use arg0..arg5, ret, pid, tid, comm)", name);
+		fail(ps, "unknown field '%s' (use arg0..arg5, ret, pid, tid, comm, args.NAME)",
+		     name);
 	}
 	return true;
 }
@@ -288,12 +359,13 @@ static void parse_or(struct parser *ps)
 }
 
 int filter_compile(struct filter_set *fs, const char *expr, const struct probe_set *set,
-		   char *why, size_t why_size)
+		   bool resolved, char *why, size_t why_size)
 {
 	memset(fs, 0, sizeof(*fs));
 	for (size_t i = 0; i < set->nprobes; i++) {
 		const struct trace_probe *tp = &set->probes[i];
-		struct parser ps = { .expr = expr, .p = expr, .probe = &tp->spec,
+		struct parser ps = { .expr = expr, .p = expr, .set = set, .tp = tp,
+				     .resolved = resolved, .probe = &tp->spec,
 				     .latency = tp->latency, .f = &fs->prog[tp->id],
 				     .why = why, .why_size = why_size };
 

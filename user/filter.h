@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* trace --filter: an expression over a hit (arg0..arg5, ret, pid, tid, comm) compiled into
+/* trace --filter: an expression over a hit (arg0..arg5, ret, pid, tid, comm, a tracepoint's
+ * args.NAME) compiled into
  * the postfix programs the BPF probe programs run (abi.h, struct pw_filter), one per probe,
  * each checked against what that probe's hits offer. */
 #ifndef PW_FILTER_H
@@ -18,9 +19,11 @@ struct filter_set {
 };
 
 /* Parse `expr` and compile it for every probe of `set`. 0, or -EINVAL with a sentence in
- * `why` (the expression does not parse, is too big, or names what a probe lacks). */
+ * `why` (the expression does not parse, is too big, or names what a probe lacks). A
+ * tracepoint's own fields (args.NAME) are looked up in tracefs only once the probes are
+ * `resolved` (their sites known); before that only the syntax is checked. */
 int filter_compile(struct filter_set *fs, const char *expr, const struct probe_set *set,
-		   char *why, size_t why_size);
+		   bool resolved, char *why, size_t why_size);
 
 /* Write the programs into the BPF side. 0 or a negative errno with a sentence. */
 int filter_load(const struct filter_set *fs, struct loader *ld, char *why, size_t why_size);

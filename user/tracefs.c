@@ -108,3 +108,43 @@ int tracefs_match(const char *category, const char *name,
 	free(v);
 	return err ? err : (int)n;
 }
+
+/* "\tfield:TYPE NAME;\toffset:N;\tsize:N;\tsigned:N;": NAME is the last word before the ';'
+ * (after any [N] of an array, which makes it no scalar). */
+int tracefs_field(const char *category, const char *name, const char *field,
+		  struct tracefs_field *out)
+{
+	char path[600], line[512];
+	FILE *f;
+	int err = -ENOENT;
+
+	snprintf(path, sizeof(path), TRACEFS_DIR "/events/%s/%s/format", category, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (err == -ENOENT && fgets(line, sizeof(line), f)) {
+		char *decl = strstr(line, "field:"), *semi, *word;
+		unsigned int off, size, sgn;
+		char *rest;
+
+		if (!decl || !(semi = strchr(decl, ';')))
+			continue;
+		*semi = 0;
+		rest = semi + 1;
+		word = strrchr(decl, ' ');
+		word = word ? word + 1 : decl + 6;
+		if (strcmp(word, field) && !(strncmp(word, field, strlen(field)) == 0 &&
+					      word[strlen(field)] == '['))
+			continue;
+		if (sscanf(rest, " offset:%u; size:%u; signed:%u;", &off, &size, &sgn) != 3)
+			return fclose(f), -EINVAL;
+		if (strchr(word, '[') || strstr(decl, "__data_loc") ||
+		    (size != 1 && size != 2 && size != 4 && size != 8))
+			err = -EINVAL;
+		else
+			err = 0;
+		*out = (struct tracefs_field){ .offset = off, .size = size, .is_signed = sgn };
+	}
+	fclose(f);
+	return err;
+}

@@ -18,4 +18,14 @@ int tracefs_ensure(bool *mounted, char *why, size_t why_size);
 int tracefs_match(const char *category, const char *name,
 		  void (*fn)(void *ctx, const char *category, const char *name), void *ctx);
 
+/* A scalar field of tracepoint CATEGORY:NAME's record, from its format file. */
+struct tracefs_field {
+	unsigned int offset, size; /* bytes; size 1, 2, 4 or 8 */
+	bool is_signed;
+};
+
+/* 0, -ENOENT (no such field), -EINVAL (not a scalar: an array, a string) or -errno. */
+int tracefs_field(const char *category, const char *name, const char *field,
+		  struct tracefs_field *out);
+
 #endif

@@ -223,6 +223,24 @@ def test_filter_is_decided_in_bpf(pywalk, interp, start_target, out_path):
     assert hits["filtered out (--filter)"] >= tt.N_OTHER + 2, stderr
 
 
+def test_filter_on_a_tracepoint_field(pywalk, interp, start_target, out_path):
+    # sched_process_fork's own record: child_pid, parent_pid (from its tracefs format)
+    probe = "tracepoint:sched:sched_process_fork"
+    t = start_target(interp, "calls", script="trace_target.py")
+    (rc, stdout, stderr), _ = run_on_target(
+        pywalk, t, [probe, "--filter", "args.parent_pid == %d && args.child_pid > 0" % t.pid,
+                    "-o", out_path])
+    assert rc == 0, stderr
+    stacks = by_probe(e2e.parse_folded(out_path), False)[None]
+    assert stacks[chain("fork_caller")] == tt.N_FORK, stacks
+    t = start_target(interp, "calls", script="trace_target.py")
+    (rc, stdout, stderr), _ = run_on_target(pywalk, t, [probe, "--filter", "args.child_pid < 0"])
+    assert rc == 0, stderr
+    hits = check_hits(stderr, [probe])[probe][1]
+    # the target's forks and its two threads' clones, all turned away in the kernel
+    assert hits["shipped"] == 0 and hits["filtered out (--filter)"] >= tt.N_FORK + 2, stderr
+
+
 # --- --latency ----------------------------------------------------------------------------
 
 def test_latency_weighs_the_time_inside(pywalk, interp, start_target, out_path):
@@ -413,7 +431,14 @@ BAD = [
      "pywalk: --filter 'arg0 == 1': probe 'software:page-faults' has no arguments (arg0..arg5 "
      "are for uprobe:, usdt: and sys_enter_ probes)"),
     ([P_WRITE, "--filter", "size > 1"], 2,
-     "pywalk: --filter 'size > 1': unknown field 'size' (use arg0..arg5, ret, pid, tid, comm)"),
+     "pywalk: --filter 'size > 1': unknown field 'size' (use arg0..arg5, ret, pid, tid, comm, "
+     "args.NAME)"),
+    ([P_FORK, "--filter", "args.nosuch == 1"], 2,
+     "pywalk: --filter 'args.nosuch == 1': tracepoint sched:sched_process_fork has no field "
+     "'nosuch' (its fields are in /sys/kernel/tracing/events/sched/sched_process_fork/format)"),
+    ([P_WRITE, "--filter", "args.fd == 1"], 2,
+     "pywalk: --filter 'args.fd == 1': args.fd is for tracepoint: probes (syscall entries take "
+     "arg0..arg5, their exits ret)"),
     ([P_FORK, "--latency"], 2,
      "pywalk: '%s': --latency pairs uprobe: probes and syscalls:sys_enter_ tracepoints with "
      "their returns; this probe has none" % P_FORK),

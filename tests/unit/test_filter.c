@@ -25,7 +25,7 @@ static void one_probe(const char *text, bool latency)
 static int compile(const char *expr)
 {
 	why[0] = 0;
-	return filter_compile(&fs, expr, &set, why, sizeof(why));
+	return filter_compile(&fs, expr, &set, false, why, sizeof(why));
 }
 
 /* Run the program as the BPF side does, over fields given here. */
@@ -112,6 +112,20 @@ static void test_fields_follow_the_probe(void **state)
 	assert_int_equal(compile("arg0 == 1"), -EINVAL);
 }
 
+static void test_tracepoint_fields_wait_for_the_sites(void **state)
+{
+	(void)state;
+	/* before resolving, only the syntax: the fields come from tracefs later */
+	one_probe("tracepoint:sched:sched_process_fork", false);
+	assert_int_equal(compile("args.child_pid > 0 && pid == 4"), 0);
+	assert_int_equal(fs.prog[1].insn[0].field, PW_FF_CTX);
+	assert_int_equal(compile("args. > 0"), -EINVAL);
+	assert_non_null(strstr(why, "after 'args.'"));
+	one_probe("tracepoint:syscalls:sys_enter_write", false);
+	assert_int_equal(compile("args.fd == 1"), -EINVAL);
+	assert_non_null(strstr(why, "arg0..arg5"));
+}
+
 static void test_refusals(void **state)
 {
 	char big[1024] = "arg0 == 0";
@@ -141,6 +155,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_programs_evaluate_like_the_expression),
 		cmocka_unit_test(test_fields_follow_the_probe),
+		cmocka_unit_test(test_tracepoint_fields_wait_for_the_sites),
 		cmocka_unit_test(test_refusals),
 	};
 
