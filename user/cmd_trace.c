@@ -61,8 +61,9 @@ static void trace_help(FILE *f)
 	fprintf(f,
 		"\n"
 		"-F and -e are the sampler's: trace takes its rate from each probe.\n"
-		"Several probes: folded output has the probe as its root frame; pprof has one\n"
-		"sample type per probe (count, or nanoseconds with --latency).\n\n"
+		"Several probes: folded output and the flame graph have the probe as a root\n"
+		"frame; pprof has one sample type per probe (count, or nanoseconds with\n"
+		"--latency); speedscope merges them.\n\n"
 		"--print lines, tab-separated:\n"
 		"  SECONDS  PID  TID  COMM  PROBE  WEIGHT  STACK\n"
 		"SECONDS since tracing began, WEIGHT 1 (nanoseconds with --latency), STACK root\n"

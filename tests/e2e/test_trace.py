@@ -7,6 +7,7 @@ bad input with its message and exit code, before anything is attached.
 The ground truth is tests/targets/trace_target.py: known numbers of calls from known
 functions, made after the tracer is attached (the target waits for SIGUSR1)."""
 import collections
+import json
 import os
 import re
 import select
@@ -344,6 +345,20 @@ def test_pprof_has_a_sample_type_per_probe(pywalk, interp, tmp_path, latency):
         assert getpid[0][0] > 0 and getppid[0][1] > 0
     else:
         assert getpid[0][0] == 5 and getppid[0][1] == 3
+
+
+@pytest.mark.core_only
+def test_html_roots_each_probe(pywalk, interp, tmp_path):
+    page = str(tmp_path / "out.html")
+    r = e2e.run_pywalk(["trace", P_GETPID, P_GETPPID, "-o", page, "--", CORE_PY, "-c",
+                        PPROF_SCRIPT])
+    assert r.returncode == 0, r.stderr
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(">", text.index('<script type="application/json" id="pywalk-data">'))
+    data = json.loads(text[start + 1:text.index("</script>", start)])
+    assert data["total"] == 8 and data["period_ns"] == 0, data
+    assert P_GETPID in data["strings"] and P_GETPPID in data["strings"]
 
 
 # --- perf events ---------------------------------------------------------------------------
