@@ -254,13 +254,13 @@ def test_man_page_renders_and_covers_every_option():
     if not shutil.which("man") and not shutil.which("groff") and not apt_install("groff-base"):
         pytest.skip("neither man nor groff is installed (apt-get install man-db)")
     text = render_man()
-    for section in ("NAME", "SYNOPSIS", "RECORD OPTIONS", "TOP OPTIONS", "ACCOUNTING",
-                    "EXIT STATUS", "EXAMPLES"):
+    for section in ("NAME", "SYNOPSIS", "RECORD OPTIONS", "TOP OPTIONS", "TRACE OPTIONS",
+                    "ACCOUNTING", "EXIT STATUS", "EXAMPLES"):
         assert re.search(r"^%s\s*$" % section, text, re.M), section
     for label in ("shipped", "not a target process", "no thread state", "empty stack",
                   "rejected: torn chain", "rejected: depth bound", "lost (ring buffer full)"):
         assert label in text, label
-    for command in ("record", "top"):
+    for command in ("record", "top", "trace"):
         help_text = subprocess.run([e2e.pywalk_path(), command, "--help"],
                                    stdout=subprocess.PIPE, universal_newlines=True,
                                    timeout=30).stdout
