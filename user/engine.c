@@ -686,6 +686,15 @@ int engine__read_counts(struct engine *e, struct engine_counts *c)
 	if (!e->ld)
 		return 0;
 	err = loader__read_outcomes(e->ld, c->outcomes, &c->runs);
+	/* without the sampler the hits are the probes': all of them together (top --probe) */
+	for (uint32_t probe = 1; e->opts.no_sampler && !err && probe < PW_PROBE_OFFCPU; probe++) {
+		uint64_t row[PW_OUT__COUNT], runs;
+
+		err = loader__read_probe_outcomes(e->ld, probe, row, &runs);
+		for (int i = 0; !err && i < PW_OUT__COUNT; i++)
+			c->outcomes[i] += row[i];
+		c->runs += err ? 0 : runs;
+	}
 	if (!err)
 		err = loader__read_counters(e->ld, c->counters);
 	if (!err && e->off)

@@ -81,7 +81,8 @@ void engine__remove_tap(struct engine *e, struct profile *tap);
 bool engine__sampling(const struct engine *e);
 
 int engine__read_counts(struct engine *e, struct engine_counts *c);
-/* The same for trace's probe `probe` (its outcomes, runs and latency counters; the code and
+/* (engine__read_counts: with no_sampler, the outcomes of every probe together.)
+ * The same for trace's probe `probe` (its outcomes, runs and latency counters; the code and
  * process counters are the run's, as in engine__read_counts). */
 int engine__read_probe_counts(struct engine *e, uint32_t probe, struct engine_counts *c);
 struct profile *engine__profile(struct engine *e);

@@ -443,6 +443,25 @@ def test_top_hostile_comm_is_shown_escaped_in_the_process_column(pywalk, pane):
 
 
 @pytest.mark.parametrize("pane", [(160, 60)], indirect=True)
+def test_top_probe_counts_a_syscall_by_function(pywalk, pane):
+    # trace's probes in the live view: spin_getpid makes nearly every getpid of the target
+    t = Target("trace_target.py", "loop")
+    try:
+        wait = pane.run_and_status("%s top -p %d --probe tracepoint:syscalls:sys_enter_getpid"
+                                   % (pywalk, t.pid))
+        pane.wait_for("the view", lambda s: "FUNCTION" in s, timeout=20.0)
+
+        def spin_on_top(screen):
+            rows = table(screen)
+            return rows and rows[0]["func"] == "spin_getpid" and rows[0]["own_pct"] > 95
+        screen = pane.wait_for("spin_getpid on top with own% > 95", spin_on_top, timeout=5.0)
+        assert (rate(screen) or 0) > 1000, screen
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        t.stop()
+
+
 def test_top_all_shows_a_process_started_after_it(pywalk, pane):
     wait = pane.run_and_status("%s top --all" % pywalk)
     pane.wait_for("the view", lambda s: "FUNCTION" in s and "PROCESS" in s, timeout=20.0)

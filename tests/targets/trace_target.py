@@ -9,6 +9,7 @@ Usage: python3 trace_target.py MODE
           gc_caller, with automatic collection off so that no other collection lands there
   sleep - prints READY, waits for SIGUSR1, then usleep(SLEEP_US) N_SLEEP times through
           ctypes from sleep_caller
+  loop  - prints READY, then calls os.getpid() from spin_getpid until killed
   nested - prints READY, waits for SIGUSR1, then one qsort from nested_caller whose
           comparator (nested_compare) runs a qsort of its own each time; prints
           "CALLBACKS N"
@@ -144,6 +145,11 @@ def sleep_caller():
         libc.usleep(SLEEP_US)
 
 
+def spin_getpid():
+    while True:
+        os.getpid()
+
+
 def wait_go():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     print("READY", flush=True)
@@ -183,6 +189,9 @@ def main():
     elif mode == "sleep":
         wait_go()
         sleep_caller()
+    elif mode == "loop":
+        print("READY", flush=True)
+        spin_getpid()
     elif mode == "nested":
         wait_go()
         nested_caller()
