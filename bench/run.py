@@ -283,8 +283,8 @@ def start_tracer(kind, cfg, pid, tmp):
 
 
 def probe_round(kind, interp, cfg, calls, tmp):
-    """Thread CPU ns of `calls` hits with tracer `kind` (None: alone), and the count the
-    tracer gave the 10-frame stack (None without a tracer)."""
+    """Thread CPU ns of `calls` hits with tracer `kind` (None: alone), and what the tracer
+    counted: (hits over all its stacks, distinct stacks), None without a tracer."""
     p, pid = start_workload(interp, ["calls", "--calls", str(calls)], stdin=subprocess.PIPE)
     t = None
     try:
@@ -301,12 +301,12 @@ def probe_round(kind, interp, cfg, calls, tmp):
         if kind == "pywalk trace":
             t.wait(timeout=60)  # ends with its target
             rows = parse_folded(os.path.join(tmp, "trace.folded"))
-            counted = max((n for _, n in rows), default=0)
+            counted = (sum(n for _, n in rows), len(rows))
         elif kind:
             t.send_signal(signal.SIGINT)
             out, _ = t.communicate(timeout=60)
             stacks = parse_bpftrace(out)
-            counted = max((n for _, n in stacks), default=0)
+            counted = (sum(n for _, n in stacks), len(stacks))
         return int(m.group(1)), counted
     finally:
         stop(t, signal.SIGINT)
@@ -1103,7 +1103,8 @@ def render(res):
                  "CPU time of the calling thread per hit (the probe program runs in it), "
                  "median of interleaved rounds against the same calls untraced. bpftrace: "
                  "`@[ustack] = count()` (native frames: for Python, interpreter frames). "
-                 "counted: what the tool gave the workload's stack, per round." %
+                 "counted: the hits each tool counted, per round, and in how many distinct "
+                 "stacks (the workload's calls all come from one Python stack)." %
                  (s5["probe"], s5["frames"]))
         L.append("")
         L.append("| tool | CPython | calls | rounds | ns per call alone | ns per hit | counted |")
@@ -1112,7 +1113,7 @@ def render(res):
             L.append("| %s | %s | %d | %d | %s | %s | %s |" % (
                 t["tool"], t["interp"], t["calls"], t["rounds"],
                 fmt(t["alone_ns_per_call"]), fmt(t["ns_per_hit"]),
-                ", ".join(str(c) for c in t["counted"])))
+                ", ".join("%d in %d" % tuple(c) for c in t["counted"])))
         L.append("")
     if res["errors"]:
         L.append("## Harness errors")
