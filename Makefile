@@ -26,7 +26,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libmicrohttpd libcurl 2>
 PKG_LIBS := $(shell pkg-config --libs libbpf libelf libmicrohttpd libcurl 2>/dev/null || \
 	echo -lbpf -lelf -lmicrohttpd -lcurl) -lz -lpthread
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN)
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the host's
+# multiarch include directory, which -target bpf does not search.
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+BPF_SYS_INCLUDES := $(if $(MULTIARCH),-idirafter /usr/include/$(MULTIARCH),)
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN) \
+	$(BPF_SYS_INCLUDES)
 
 ifeq ($(V),1)
 Q :=
@@ -68,6 +73,15 @@ $(O)/flame_html.h: user/assets/flame.html | $(O)
 	$(Q)cd user/assets && xxd -i flame.html > $(abspath $@).tmp
 	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
 $(O)/user/out_html.o: $(O)/flame_html.h
+
+# Syscall names and numbers of this architecture, for trace's syscalls:sys_enter_NAME
+# probes (they go by number through the raw sys_enter tracepoint: no tracefs needed).
+$(O)/syscall_names.h: | $(O)
+	$(call msg,GEN,$@)
+	$(Q)echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/X(\1, \2)/p' | sort > $@.tmp
+	$(Q)test -s $@.tmp && mv $@.tmp $@
+$(O)/user/syscalls.o: $(O)/syscall_names.h
 
 $(O)/pywalk: $(USER_OBJS)
 	$(call msg,LINK,$@)
@@ -119,7 +133,7 @@ bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
 # ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
-FUZZ_TARGETS := linetable strdecode debug_offsets elf maps escape
+FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -129,9 +143,11 @@ FUZZ_MODS_linetable := linetable
 FUZZ_MODS_strdecode := symtab linetable htab intern strtab proc util
 FUZZ_MODS_debug_offsets := pyver proc util
 FUZZ_MODS_elf := elfinfo
+FUZZ_MODS_elfprobe := elfprobe util
 FUZZ_MODS_maps := proc util
 FUZZ_MODS_escape := escape util
 FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
+FUZZ_LIBS_elfprobe := $(FUZZ_LIBS_elf)
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj

@@ -8,6 +8,9 @@
   3. Aggregator cost: pywalk's own CPU time and peak RSS at sustained sample rates.
   4. Peers (perf, austin, bpftrace) in the same rounds as 2, and how well each recovers
      the workload's known 70/30 time split.
+  7. Cost per probe hit: `pywalk trace` on a syscall tracepoint hit from a 10-frame
+     Python stack, beside bpftrace's `@[ustack] = count()` on the same probe, as the extra
+     CPU time of the thread that makes the calls (the probe runs in that thread).
 
 Benchmarks are measurements: a slow or noisy machine changes the figures, never the exit
 status. The exit status is non-zero only when the harness itself broke (a section produced
@@ -248,6 +251,98 @@ def section_bpf(cfg, interps):
                 c["walk_ns_per_frame"] = (b["walk_ns"] - a["walk_ns"]) / df
                 c["floor_ns_per_frame"] = (b["floor_ns"] - a["floor_ns"]) / df
             b["deepest"] = True  # the table shows the slope once, on this row
+    return out
+
+
+# ---- section 7: cost per probe hit ------------------------------------------------------
+
+PROBE = "tracepoint:syscalls:sys_enter_getpid"
+
+
+def start_tracer(kind, cfg, pid, tmp):
+    """A tracer on PROBE for pid, returned once it is attached."""
+    if kind == "pywalk trace":
+        argv = [cfg.pywalk, "trace", "-v", "-p", str(pid), PROBE, "-o",
+                os.path.join(tmp, "trace.folded")]
+        ready, stream = "debug: tracing:", "stderr"
+    else:
+        argv = ["bpftrace", "-e", "%s /pid == %d/ { @[ustack] = count(); }" % (PROBE, pid)]
+        ready, stream = "Attaching", "stdout"
+    t = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    pipe = getattr(t, stream)
+    deadline = time.monotonic() + 30
+    seen = ""
+    while ready not in seen:
+        if time.monotonic() > deadline or t.poll() is not None:
+            stop(t)
+            raise RuntimeError("%s did not attach: %s" % (kind, seen[-500:]))
+        seen += pipe.readline()
+    time.sleep(0.2)  # bpftrace says "Attaching" before the probe is live
+    return t
+
+
+def probe_round(kind, interp, cfg, calls, tmp):
+    """Thread CPU ns of `calls` hits with tracer `kind` (None: alone), and what the tracer
+    counted: (hits over all its stacks, distinct stacks), None without a tracer."""
+    p, pid = start_workload(interp, ["calls", "--calls", str(calls)], stdin=subprocess.PIPE)
+    t = None
+    try:
+        if kind:
+            t = start_tracer(kind, cfg, pid, tmp)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        m = re.match(r"done (\d+)", line or "")
+        if not m:
+            raise RuntimeError("workload did not finish: %r" % line)
+        p.wait(timeout=60)
+        counted = None
+        if kind == "pywalk trace":
+            t.wait(timeout=60)  # ends with its target
+            rows = parse_folded(os.path.join(tmp, "trace.folded"))
+            counted = (sum(n for _, n in rows), len(rows))
+        elif kind:
+            t.send_signal(signal.SIGINT)
+            out, _ = t.communicate(timeout=60)
+            stacks = parse_bpftrace(out)
+            counted = (sum(n for _, n in stacks), len(stacks))
+        return int(m.group(1)), counted
+    finally:
+        stop(t, signal.SIGINT)
+        stop(p)
+
+
+def section_probe(cfg, interps):
+    out = {"probe": PROBE, "frames": 10, "tools": [], "errors": []}
+    interp = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or interps[0]
+    calls = 20000 if cfg.quick else 200000
+    rounds = 1 if cfg.quick else 5
+    kinds = ["pywalk trace"] + (["bpftrace"] if shutil.which("bpftrace") else [])
+    if len(kinds) == 1:
+        out["errors"].append("bpftrace is not installed: no peer in section 7")
+    alone, traced, counts = [], dict((k, []) for k in kinds), dict((k, []) for k in kinds)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            try:
+                alone.append(probe_round(None, interp, cfg, calls, tmp)[0])
+                for k in kinds:
+                    ns, n = probe_round(k, interp, cfg, calls, tmp)
+                    traced[k].append(ns)
+                    counts[k].append(n)
+            except Exception as e:  # noqa: BLE001 - a failed round must not stop the run
+                out["errors"].append("round %d: %s" % (r, e))
+                log("probe round %d failed: %s" % (r, e))
+    base = statistics.median(alone) if alone else None
+    for k in kinds:
+        if not traced[k] or base is None:
+            continue
+        per_hit = (statistics.median(traced[k]) - base) / calls
+        out["tools"].append({"tool": k, "interp": interp.label, "calls": calls,
+                             "rounds": len(traced[k]), "alone_ns_per_call": base / calls,
+                             "ns_per_hit": per_hit, "counted": counts[k]})
+        log("probe %-12s %s: %.0f ns per hit (alone %.0f ns per call), counted %s of %d" %
+            (k, interp.label, per_hit, base / calls, counts[k], calls))
     return out
 
 
@@ -1000,6 +1095,26 @@ def render(res):
         for row in t:
             L.append("| %s | %s | %s |" % (row["target"], row["measured"], row["verdict"]))
         L.append("")
+    s5 = res.get("probe")
+    if s5 and s5["tools"]:
+        L.append("## 7. Cost per probe hit")
+        L.append("")
+        L.append("`%s` hit from a %d-frame Python stack, `os.getpid()` in a loop: the extra "
+                 "CPU time of the calling thread per hit (the probe program runs in it), "
+                 "median of interleaved rounds against the same calls untraced. bpftrace: "
+                 "`@[ustack] = count()` (native frames: for Python, interpreter frames). "
+                 "counted: the hits each tool counted, per round, and in how many distinct "
+                 "stacks (the workload's calls all come from one Python stack)." %
+                 (s5["probe"], s5["frames"]))
+        L.append("")
+        L.append("| tool | CPython | calls | rounds | ns per call alone | ns per hit | counted |")
+        L.append("|---|---|--:|--:|--:|--:|---|")
+        for t in s5["tools"]:
+            L.append("| %s | %s | %d | %d | %s | %s | %s |" % (
+                t["tool"], t["interp"], t["calls"], t["rounds"],
+                fmt(t["alone_ns_per_call"]), fmt(t["ns_per_hit"]),
+                ", ".join("%d in %d" % tuple(c) for c in t["counted"])))
+        L.append("")
     if res["errors"]:
         L.append("## Harness errors")
         L.append("")
@@ -1094,8 +1209,8 @@ def main():
     ap.add_argument("--pywalk", default=os.path.join(ROOT, "build", "pywalk"))
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
-    ap.add_argument("--sections", default="1,2,3,5,6",
-                    help="comma list of 1,2,3,5,6 (4 rides on 2)")
+    ap.add_argument("--sections", default="1,2,3,5,6,7",
+                    help="comma list of 1,2,3,5,6,7 (4 rides on 2)")
     ap.add_argument("--agent-seconds", type=int, default=300,
                     help="length of each agent run in section 5")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")
@@ -1142,6 +1257,11 @@ def main():
         res["errors"] += res["offcpu"]["errors"]
         if not res["offcpu"]["pairs"]:
             res["errors"].append("section 6 produced no figures")
+    if "7" in sections:
+        res["probe"] = section_probe(cfg, interps)
+        res["errors"] += res["probe"]["errors"]
+        if not res["probe"]["tools"]:
+            res["errors"].append("section 7 produced no figures")
     res["loadavg_end"] = open("/proc/loadavg").read().strip()
     res["elapsed_s"] = time.monotonic() - t0
     res["targets"] = judge(res)

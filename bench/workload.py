@@ -7,6 +7,9 @@
 #   depth  --depth D          D Python frames deep, then spins in place forever: the frame
 #                             chain does not change while it spins (no Python calls)
 #   stacks --stacks 1000      cycles through 1,000 distinct 5-frame stacks until killed
+#   calls  --calls N          10 Python frames deep, prints "ready PID", waits for a line
+#                             on stdin, calls os.getpid() N times (a probe hit each) and
+#                             prints "done NS", the thread CPU time of those calls
 #
 # Protocol (split): with --wait-go it prints "ready PID" and waits for a line on stdin
 # before working, so a profiler can attach first; after the work it prints one JSON line
@@ -90,6 +93,22 @@ def run_depth(depth):
     descend(depth - 4)
 
 
+def call_getpid(n, calls):
+    # <module>, main, run_calls and 7 x call_getpid (the loop in the last): 10 Python frames
+    if n > 1:
+        return call_getpid(n - 1, calls)
+    say("ready %d" % os.getpid())
+    sys.stdin.readline()
+    getpid, t0 = os.getpid, time.thread_time_ns()
+    for _ in range(calls):
+        getpid()
+    say("done %d" % (time.thread_time_ns() - t0))
+
+
+def run_calls(calls):
+    call_getpid(7, calls)
+
+
 def make_stacks(n):
     """n distinct stacks: top(i) -> mid(j) -> leaf(k) over fanouts whose product is >= n,
     each a separate code object so each stack symbolizes differently."""
@@ -167,6 +186,8 @@ def main():
         run_depth(arg("--depth", 100))
     elif mode == "switches":
         run_switches(arg("--seconds", 3), arg("--depth", 10))
+    elif mode == "calls":
+        run_calls(arg("--calls", 100000))
     elif mode == "stacks":
         run_stacks(arg("--stacks", 1000), arg("--seconds", 0))
     elif mode == "split":
@@ -178,7 +199,7 @@ def main():
         if "--linger" in sys.argv:
             idle_wait(sys.stdin.read)
     else:
-        raise SystemExit("workload: unknown mode %r (split, depth, stacks)" % mode)
+        raise SystemExit("workload: unknown mode %r (split, depth, stacks, calls)" % mode)
 
 
 if __name__ == "__main__":

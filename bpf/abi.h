@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 6
+#define PW_ABI_VERSION 7
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -25,6 +25,7 @@
 #define PW_OUTCOMES(X)                                                 \
 	X(SHIPPED, "shipped")                                          \
 	X(NOT_TARGET, "not a target process")                          \
+	X(FILTERED, "filtered out (--filter)")                         \
 	X(NOT_PYTHON, "not python")                                    \
 	X(NO_TSTATE, "no thread state")                                \
 	X(EMPTY, "empty stack")                                        \
@@ -86,6 +87,76 @@ enum pw_counter {
 /* The row of the off-CPU walks (one per switch-out of a target thread): the last one,
  * which trace's probe ids never reach. */
 #define PW_PROBE_OFFCPU (PW_MAX_PROBES - 1)
+
+/* A trace probe may have several sites (the matches of a wildcard, the syscalls of a
+ * syscall group): an attach cookie is the probe id in the low 16 bits and the site in the
+ * next 16 (0: the probe has one site, else its index + 1), and every record carries both. */
+#define PW_COOKIE(probe, site) ((__u64)(probe) | (__u64)(site) << 16)
+#define PW_COOKIE_PROBE(c) ((__u32)(c) & 0xffff)
+#define PW_COOKIE_SITE(c) ((__u32)((c) >> 16) & 0xffff)
+
+/* syscall_probes values: the probes of a syscall number's entry and exit, and whether the
+ * exit is the return of a --latency entry. A syscall probe's records carry the syscall
+ * number + 1 as their site. */
+#define PW_SYSCALL_VALUE(enter, exit, pair) \
+	((__u32)(enter) | (__u32)(exit) << 8 | (__u32)!!(pair) << 16)
+#define PW_SYSCALL_ENTER(v) ((v) & 0xff)
+#define PW_SYSCALL_EXIT(v) (((v) >> 8) & 0xff)
+#define PW_SYSCALL_PAIR(v) (((v) >> 16) & 1)
+
+/* --filter, compiled (user/filter.c) into a postfix program per probe that the probe
+ * programs run over the hit: comparisons push a truth value, AND/OR/NOT combine the top
+ * of a stack of bits. Userspace proves a program well formed (no underflow, one value
+ * left, at most 64 deep) before it writes it. */
+#define PW_FILTER_MAX_INSNS 32
+#define PW_FILTER_MAX_STRS 4
+#define PW_FILTER_STR_LEN 16 /* a comm, NUL-padded (TASK_COMM_LEN) */
+#define PW_FILTER_REC_MAX 256 /* bytes of a tracepoint record a filter may look at */
+
+enum pw_filter_op {
+	PW_FOP_CMP = 1, /* push (field CMP value) */
+	PW_FOP_AND = 2,
+	PW_FOP_OR = 3,
+	PW_FOP_NOT = 4,
+};
+
+enum pw_filter_cmp {
+	PW_FCMP_EQ = 1,
+	PW_FCMP_NE,
+	PW_FCMP_LT,
+	PW_FCMP_GT,
+	PW_FCMP_LE,
+	PW_FCMP_GE,
+};
+
+enum pw_filter_field {
+	PW_FF_PID = 1, /* host tgid */
+	PW_FF_TID = 2, /* host tid */
+	PW_FF_COMM = 3, /* the thread's comm; value: index of a string; EQ and NE only */
+	PW_FF_ARG = 4, /* argument `arg` (0-5) of the function or syscall */
+	PW_FF_RET = 5, /* return value (sys_exit, uretprobe) */
+	PW_FF_CTX = 6, /* a tracepoint field: `size` bytes at `off` of its record */
+};
+
+struct pw_filter_insn {
+	__u8 op;    /* enum pw_filter_op */
+	__u8 cmp;   /* enum pw_filter_cmp */
+	__u8 field; /* enum pw_filter_field */
+	__u8 arg;   /* PW_FF_ARG: which */
+	__u16 off;  /* PW_FF_CTX: offset in the record */
+	__u8 size;  /* PW_FF_CTX: 1, 2, 4 or 8 */
+	__u8 is_signed; /* PW_FF_CTX: sign-extend */
+	__s64 value; /* compared as signed 64-bit */
+};
+_Static_assert(sizeof(struct pw_filter_insn) == 16, "pw_filter_insn is ABI");
+
+struct pw_filter {
+	__u32 n;
+	__u32 pad;
+	struct pw_filter_insn insn[PW_FILTER_MAX_INSNS];
+	char strs[PW_FILTER_MAX_STRS][PW_FILTER_STR_LEN];
+};
+_Static_assert(sizeof(struct pw_filter) == 8 + 16 * PW_FILTER_MAX_INSNS + 64, "pw_filter is ABI");
 
 /* How a version's frame chain is shaped; selects the walker's rules. */
 enum pw_chain_kind {
@@ -211,7 +282,7 @@ struct pw_sample_hdr {
 	__u32 tid;
 	__u32 target;  /* pw_proc.target of the process when sampled */
 	__u16 probe;   /* which probe took it (0: the sampler) */
-	__u16 flags;
+	__u16 site;    /* which of the probe's sites (0: its only one; PW_COOKIE_SITE) */
 	__u64 weight;  /* what the stack counts for: 1, or nanoseconds (latency) */
 };
 _Static_assert(sizeof(struct pw_sample_hdr) == 48, "pw_sample_hdr is ABI");

@@ -10,6 +10,16 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+
+/* libbpf before 1.2 has no sixth-argument accessors; x86-64 passes it in r9 (for a
+ * syscall as well). */
+#ifndef PT_REGS_PARM6
+#define PT_REGS_PARM6(x) (((const struct pt_regs *)(x))->r9)
+#endif
+#ifndef PT_REGS_PARM6_CORE_SYSCALL
+#define PT_REGS_PARM6_CORE_SYSCALL(x) BPF_CORE_READ((const struct pt_regs *)(x), r9)
+#endif
 
 #define PW_INLINE static __always_inline
 #define PW_READ_USER(dst, size, addr) \
@@ -33,8 +43,18 @@ const volatile bool capture_code = true;
 /* Per-CPU memory of shipped (target, code, tag): direct-mapped, a power of two. */
 #define PW_SEEN_SLOTS 8192
 
+/* What a trace probe's hit offers --filter: the arguments, the return value and the
+ * tracepoint's record, filled only for probes that have a filter. */
+struct pw_hit {
+	__u64 args[6];
+	__u64 ret;
+	__u64 comm[2]; /* the thread's comm, NUL-padded */
+	__u8 rec[PW_FILTER_REC_MAX] __attribute__((aligned(8)));
+};
+
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
+	struct pw_hit hit;
 	struct pw_sample sample;
 	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
 	__u64 seen[PW_SEEN_SLOTS];
@@ -255,7 +275,7 @@ static __always_inline __u64 tstate_thread_id(const struct scratch *s, const str
 /* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
  * counting `weight` (1, or nanoseconds for a latency). */
 static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
-					   __u32 probe, __u64 weight)
+					   __u32 probe, __u32 site, __u64 weight)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 key = (__u64)cfg->target << 32 | tid;
@@ -331,7 +351,7 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	s->sample.hdr.target = cfg->target;
 	s->sample.hdr.nframes = wc.w.nframes;
 	s->sample.hdr.probe = (__u16)probe;
-	s->sample.hdr.flags = 0;
+	s->sample.hdr.site = (__u16)site;
 	s->sample.hdr.weight = weight;
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
 	if (len > sizeof(struct pw_sample))
@@ -351,8 +371,148 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	return PW_OUT_SHIPPED;
 }
 
-/* A hit of probe `probe` in the current thread: every one ends in exactly one outcome. */
-static __always_inline void sample_current(__u32 probe, __u64 weight)
+/* ---- trace probes ---------------------------------------------------------------------- */
+
+/* Probes with a --filter (bit per probe id) and their programs. */
+const volatile __u32 filter_probes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PW_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct pw_filter);
+} filters SEC(".maps");
+
+static __always_inline bool has_filter(__u32 probe)
+{
+	return probe < PW_MAX_PROBES && ((filter_probes >> probe) & 1);
+}
+
+/* The hit of this CPU, for the programs of probes with a filter to fill. */
+static __always_inline struct pw_hit *hit_buf(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+
+	if (!s)
+		return NULL;
+	/* keeps the compiler from adding the offset before the NULL check (the verifier
+	 * refuses arithmetic on a pointer that may be NULL) */
+	barrier_var(s);
+	return &s->hit;
+}
+
+static __always_inline __s64 field_value(const struct pw_hit *hit, const struct pw_filter_insn *in)
+{
+	__u32 off, size;
+	__u64 v = 0;
+
+	switch (in->field) {
+	case PW_FF_PID:
+		return bpf_get_current_pid_tgid() >> 32;
+	case PW_FF_TID:
+		return (__u32)bpf_get_current_pid_tgid();
+	case PW_FF_ARG:
+		return in->arg < 6 ? (__s64)hit->args[in->arg] : 0;
+	case PW_FF_RET:
+		return (__s64)hit->ret;
+	case PW_FF_CTX:
+		off = in->off;
+		size = in->size;
+		if (off > PW_FILTER_REC_MAX - 8 || (size != 1 && size != 2 && size != 4 && size != 8))
+			return 0;
+		__builtin_memcpy(&v, &hit->rec[off], 8);
+		if (size == 8)
+			return (__s64)v;
+		/* little endian: the field is the low `size` bytes of the word at its offset */
+		v <<= 64 - 8 * size;
+		return in->is_signed ? (__s64)v >> (64 - 8 * size) : (__s64)(v >> (64 - 8 * size));
+	}
+	return 0;
+}
+
+static __always_inline bool compare(__s64 a, __u8 cmp, __s64 b)
+{
+	switch (cmp) {
+	case PW_FCMP_EQ:
+		return a == b;
+	case PW_FCMP_NE:
+		return a != b;
+	case PW_FCMP_LT:
+		return a < b;
+	case PW_FCMP_GT:
+		return a > b;
+	case PW_FCMP_LE:
+		return a <= b;
+	case PW_FCMP_GE:
+		return a >= b;
+	}
+	return false;
+}
+
+/* Run filter `f` over `hit`: 1 when it passes. A global function, so the verifier checks it
+ * once on its own instead of at every call site with the caller's state (which, with the
+ * walk beside it, outgrows the verifier's budget). */
+__noinline int pw_filter_run(const struct pw_filter *f, const struct pw_hit *hit)
+{
+	__u64 bits = 0, top; /* the stack of truth values, top in bit 0 */
+
+	if (!f || !hit)
+		return 1;
+	for (__u32 i = 0; i < PW_FILTER_MAX_INSNS; i++) {
+		const struct pw_filter_insn *in = &f->insn[i];
+
+		if (i >= f->n)
+			break;
+		top = bits & 1;
+		switch (in->op) {
+		case PW_FOP_CMP:
+			if (in->field == PW_FF_COMM) {
+				const __u64 *want =
+					(const __u64 *)f->strs[in->value & (PW_FILTER_MAX_STRS - 1)];
+				bool eq = hit->comm[0] == want[0] && hit->comm[1] == want[1];
+
+				top = in->cmp == PW_FCMP_NE ? !eq : eq;
+			} else {
+				top = compare(field_value(hit, in), in->cmp, in->value);
+			}
+			bits = bits << 1 | top;
+			break;
+		case PW_FOP_AND:
+			bits >>= 1;
+			bits = (bits & ~1ull) | (top & bits & 1);
+			break;
+		case PW_FOP_OR:
+			bits >>= 1;
+			bits = (bits & ~1ull) | (top | (bits & 1));
+			break;
+		case PW_FOP_NOT:
+			bits ^= 1;
+			break;
+		default:
+			return 1;
+		}
+	}
+	return bits & 1;
+}
+
+/* Does the hit pass its probe's filter? */
+static __always_inline bool filter_pass(__u32 probe, struct pw_hit *hit)
+{
+	const struct pw_filter *f = bpf_map_lookup_elem(&filters, &probe);
+
+	if (!f || !hit)
+		return true;
+	__builtin_memset((void *)hit->comm, 0, sizeof(hit->comm));
+	bpf_get_current_comm((void *)hit->comm, sizeof(hit->comm));
+	return pw_filter_run(f, hit);
+}
+
+/* A hit of probe `probe` (site `site`) in the current thread, counting `weight` (1, or
+ * nanoseconds for a latency): every one ends in exactly one outcome. `hit` is what the
+ * probe's filter looks at (NULL: it has none). */
+static __always_inline void sample_current(__u32 probe, __u32 site, __u64 weight,
+					   struct pw_hit *hit)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
@@ -364,17 +524,19 @@ static __always_inline void sample_current(__u32 probe, __u64 weight)
 		count_probe(probe, PW_OUT_NOT_TARGET);
 		return;
 	}
-	count_probe(probe, sample_python(pid, tid, cfg, probe, weight));
+	if (has_filter(probe) && !filter_pass(probe, hit)) {
+		count_probe(probe, PW_OUT_FILTERED);
+		return;
+	}
+	count_probe(probe, sample_python(pid, tid, cfg, probe, site, weight));
 }
-
-/* ---- trace probes ---------------------------------------------------------------------- */
 
 /* --latency: entry times per thread and probe, a small stack so that nesting and recursion
  * pair each return with its own entry. Deeper calls than this are counted, not paired. */
 #define PW_LATENCY_DEPTH 16
 
 struct pw_entries {
-	__u64 t[PW_LATENCY_DEPTH];
+	__u64 t[PW_LATENCY_DEPTH]; /* 0: an entry the filter turned away */
 	__u32 depth;
 	__u32 pad;
 };
@@ -386,15 +548,18 @@ struct {
 	__type(value, struct pw_entries);
 } entries SEC(".maps");
 
-/* Syscall number -> probe id of sys_enter_NAME / sys_exit_NAME (0: none). Syscalls come
- * through the raw sys_enter/sys_exit tracepoints, which need no tracefs. */
+/* A new thread's entries, from read-only data: 136 bytes the BPF stack cannot spare. */
+static const struct pw_entries no_entries;
+
+/* Syscall number -> probes of sys_enter_NAME / sys_exit_NAME (PW_SYSCALL_VALUE; 0: none).
+ * Syscalls come through the raw sys_enter/sys_exit tracepoints, which need no tracefs. */
 #define PW_MAX_SYSCALLS 1024
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, PW_MAX_SYSCALLS);
 	__type(key, __u32);
-	__type(value, __u32); /* enter probe | exit probe << 8 | latency pair << 16 */
+	__type(value, __u32);
 } syscall_probes SEC(".maps");
 
 /* Probes whose hits are entries of a --latency pair (bit per probe id). */
@@ -405,14 +570,22 @@ static __always_inline bool is_latency(__u32 probe)
 	return probe < PW_MAX_PROBES && ((latency_probes >> probe) & 1);
 }
 
-/* An entry of a latency pair: remember when, ship nothing yet. */
-static __always_inline void latency_enter(__u32 probe)
+/* An entry of a latency pair in a target: remember when (the filter decides here, where
+ * the arguments are), ship nothing yet. Outside the targets nothing is counted: the return
+ * counts the hit. */
+static __always_inline void latency_enter(__u32 probe, struct pw_hit *hit)
 {
-	__u64 key = bpf_get_current_pid_tgid() << 32 | probe;
-	struct pw_entries fresh = {}, *st = bpf_map_lookup_elem(&entries, &key);
+	__u64 id = bpf_get_current_pid_tgid(), key = id << 32 | probe;
+	__u32 pid = id >> 32;
+	struct pw_entries *st;
+	bool pass;
 
+	if (!pid || !bpf_map_lookup_elem(&procs, &pid))
+		return;
+	pass = !has_filter(probe) || filter_pass(probe, hit);
+	st = bpf_map_lookup_elem(&entries, &key);
 	if (!st) {
-		bpf_map_update_elem(&entries, &key, &fresh, BPF_NOEXIST);
+		bpf_map_update_elem(&entries, &key, &no_entries, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&entries, &key);
 		if (!st)
 			return;
@@ -423,69 +596,132 @@ static __always_inline void latency_enter(__u32 probe)
 		st->depth++;
 		return;
 	}
-	st->t[st->depth & (PW_LATENCY_DEPTH - 1)] = bpf_ktime_get_ns();
+	st->t[st->depth & (PW_LATENCY_DEPTH - 1)] = pass ? bpf_ktime_get_ns() : 0;
 	st->depth++;
 }
 
-/* A return of a latency pair (probe id of the pair): the stack weighs the time inside. */
-static __always_inline void latency_exit(__u32 probe)
+/* A return of a latency pair (probe id of the pair): the nanoseconds inside (at least 1)
+ * for the caller to sample with, or 0 when the hit ends here, counted. Callers sample at
+ * one place only: every inlined copy of the walk takes BPF stack of its own. */
+static __always_inline __u64 latency_exit(__u32 probe)
 {
-	__u64 key = bpf_get_current_pid_tgid() << 32 | probe;
-	struct pw_entries *st = bpf_map_lookup_elem(&entries, &key);
-	__u64 t0;
+	__u64 id = bpf_get_current_pid_tgid(), key = id << 32 | probe;
+	__u32 pid = id >> 32;
+	struct pw_entries *st;
+	__u64 t0, now;
 
+	if (!pid || !bpf_map_lookup_elem(&procs, &pid)) {
+		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
+		count_probe(probe, PW_OUT_NOT_TARGET);
+		return 0;
+	}
+	st = bpf_map_lookup_elem(&entries, &key);
 	if (!st || !st->depth) {
 		/* attached while the call was in progress: no entry to pair with */
 		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_LATENCY_UNPAIRED));
-		return;
+		return 0;
 	}
 	st->depth--;
 	if (st->depth >= PW_LATENCY_DEPTH)
-		return; /* counted as too deep at its entry */
+		return 0; /* counted as too deep at its entry */
 	t0 = st->t[st->depth & (PW_LATENCY_DEPTH - 1)];
-	sample_current(probe, bpf_ktime_get_ns() - t0);
+	if (!t0) {
+		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
+		count_probe(probe, PW_OUT_FILTERED);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	return now > t0 ? now - t0 : 1;
 }
 
-static __always_inline void probe_hit(__u32 probe)
+static __always_inline void probe_hit(__u32 probe, __u32 site, struct pw_hit *hit)
 {
 	if (is_latency(probe))
-		latency_enter(probe);
+		latency_enter(probe, hit);
 	else
-		sample_current(probe, 1);
+		sample_current(probe, site, 1, hit);
 }
 
+/* The arguments of a function call (x86-64 ABI: the first six in registers). */
+static __always_inline struct pw_hit *call_hit(__u32 probe, struct pt_regs *ctx)
+{
+	struct pw_hit *hit;
+
+	if (!has_filter(probe) || !(hit = hit_buf()))
+		return NULL;
+	hit->args[0] = PT_REGS_PARM1(ctx);
+	hit->args[1] = PT_REGS_PARM2(ctx);
+	hit->args[2] = PT_REGS_PARM3(ctx);
+	hit->args[3] = PT_REGS_PARM4(ctx);
+	hit->args[4] = PT_REGS_PARM5(ctx);
+	hit->args[5] = PT_REGS_PARM6(ctx);
+	hit->ret = PT_REGS_RC(ctx);
+	return hit;
+}
+
+/* uprobes, and kprobes where the kernel has them (the same program type) */
 SEC("uprobe")
 int on_uprobe(struct pt_regs *ctx)
 {
-	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	__u64 c = bpf_get_attach_cookie(ctx);
+
+	probe_hit(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), call_hit(PW_COOKIE_PROBE(c), ctx));
 	return 0;
 }
 
-/* The return of a --latency uprobe, attached with the pair's probe id; a uretprobe of its
- * own (no --latency) is a plain hit. */
+/* The return of a --latency uprobe, attached with the pair's cookie; a uretprobe of its
+ * own (no --latency) is a plain hit, its filter sees the return value. */
 SEC("uretprobe")
 int on_uretprobe(struct pt_regs *ctx)
 {
-	__u32 probe = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 c = bpf_get_attach_cookie(ctx), weight = 1;
+	__u32 probe = PW_COOKIE_PROBE(c), site = PW_COOKIE_SITE(c);
+	struct pw_hit *hit = NULL;
 
-	if (is_latency(probe))
-		latency_exit(probe);
-	else
-		sample_current(probe, 1);
+	/* a latency pair's filter decided at the entry */
+	if (is_latency(probe)) {
+		weight = latency_exit(probe);
+		if (!weight)
+			return 0;
+	} else {
+		hit = call_hit(probe, ctx);
+	}
+	sample_current(probe, site, weight, hit);
 	return 0;
 }
 
+/* libbpf's USDT support keeps the attach cookie for its argument specs: ours comes from
+ * bpf_usdt_cookie, and the arguments from the probe's note. */
 SEC("usdt")
 int on_usdt(struct pt_regs *ctx)
 {
-	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	__u64 c = bpf_usdt_cookie(ctx);
+	__u32 probe = PW_COOKIE_PROBE(c);
+	struct pw_hit *hit = NULL;
+
+	if (has_filter(probe) && (hit = hit_buf())) {
+		for (int i = 0; i < 6; i++) {
+			long v = 0;
+
+			bpf_usdt_arg(ctx, i, &v);
+			hit->args[i] = v;
+		}
+	}
+	probe_hit(probe, PW_COOKIE_SITE(c), hit);
 	return 0;
 }
 
 SEC("tracepoint")
 int on_tracepoint(void *ctx)
 {
-	probe_hit((__u32)bpf_get_attach_cookie(ctx));
+	__u64 c = bpf_get_attach_cookie(ctx);
+	__u32 probe = PW_COOKIE_PROBE(c);
+	struct pw_hit *hit = NULL;
+
+	/* the record as the filter's fields describe it (its format in tracefs) */
+	if (has_filter(probe) && (hit = hit_buf()))
+		bpf_probe_read_kernel(hit->rec, sizeof(hit->rec), ctx);
+	probe_hit(probe, PW_COOKIE_SITE(c), hit);
 	return 0;
 }
 
@@ -502,10 +738,22 @@ static __always_inline __u32 syscall_entry(__u64 nr)
 SEC("raw_tp/sys_enter")
 int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 v = syscall_entry(ctx->args[1]), probe = v & 0xff;
+	__u64 nr = ctx->args[1];
+	__u32 v = syscall_entry(nr), probe = PW_SYSCALL_ENTER(v);
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	struct pw_hit *hit = NULL;
 
-	if (probe)
-		probe_hit(probe);
+	if (!probe)
+		return 0;
+	if (has_filter(probe) && (hit = hit_buf())) {
+		hit->args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		hit->args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		hit->args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		hit->args[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		hit->args[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		hit->args[5] = PT_REGS_PARM6_CORE_SYSCALL(regs);
+	}
+	probe_hit(probe, (__u32)nr + 1, hit);
 	return 0;
 }
 
@@ -513,13 +761,24 @@ SEC("raw_tp/sys_exit")
 int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	__u32 v = syscall_entry(BPF_CORE_READ(regs, orig_ax)), probe = (v >> 8) & 0xff;
+	__u64 nr = BPF_CORE_READ(regs, orig_ax);
+	__u32 v = syscall_entry(nr), probe = PW_SYSCALL_EXIT(v);
+	struct pw_hit *hit = NULL;
+
+	__u64 weight = 1;
 
 	/* the exit of a --latency pair is the enter probe's return */
-	if (v >> 16)
-		latency_exit(v & 0xff);
-	else if (probe)
-		sample_current(probe, 1);
+	if (PW_SYSCALL_PAIR(v)) {
+		probe = PW_SYSCALL_ENTER(v);
+		weight = latency_exit(probe);
+		if (!weight)
+			return 0;
+	} else if (!probe) {
+		return 0;
+	} else if (has_filter(probe) && (hit = hit_buf())) {
+		hit->ret = ctx->args[1];
+	}
+	sample_current(probe, (__u32)nr + 1, weight, hit);
 	return 0;
 }
 
@@ -527,8 +786,14 @@ SEC("perf_event")
 int on_perf_event(struct bpf_perf_event_data *ctx)
 {
 	/* the sampler's perf events carry no cookie (probe 0); trace's software and hardware
-	 * event probes carry their probe id */
-	sample_current((__u32)bpf_get_attach_cookie(ctx), 1);
+	 * event probes carry theirs, and a filter of theirs sees no arguments */
+	__u64 c = bpf_get_attach_cookie(ctx);
+
+	if (!c) {
+		sample_current(0, 0, 1, NULL);
+		return 0;
+	}
+	sample_current(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), 1, hit_buf());
 	return 0;
 }
 

@@ -238,7 +238,8 @@ static int check(const struct cli_spec *spec, const struct cli_sampling *s,
 		if (s->all && (s->npids || s->command))
 			return cli_usage_error(cmd, "%s",
 					       "--all takes every process: give no -p or command");
-		if (!s->all && !s->npids && !s->command)
+		if (!s->all && !s->npids && !s->command &&
+		    !(spec->target_optional && *spec->target_optional))
 			return cli_usage_error(cmd, "%s",
 					       (spec->groups & CLI_COMMAND) ?
 						       "nothing to profile: give -p PID, --all or -- "
@@ -319,8 +320,20 @@ int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sam
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option so a command's own flags stay its own */
-	while ((c = getopt_long(argc, argv, shortopts, all, NULL)) != -1) {
+	for (;;) {
 		int r;
+
+		c = getopt_long(argc, argv, shortopts, all, NULL);
+		if (c == -1) {
+			/* '+' stopped at a non-option: the command's positional argument, unless
+			 * it was "--" (getopt stepped over it) */
+			if (!spec->positional || optind >= argc || !strcmp(argv[optind - 1], "--"))
+				break;
+			r = spec->positional(spec->ctx, argv[optind++]);
+			if (r)
+				return r;
+			continue;
+		}
 
 		if (c == 'h') {
 			spec->help(stdout);

@@ -65,6 +65,11 @@ struct cli_spec {
 	/* handle one of its own options; returns 0, or an exit code (usage error) */
 	int (*handle)(void *ctx, int opt, const char *arg);
 	void (*help)(FILE *f);		 /* the whole --help text (uses cli_help_groups) */
+	/* takes the arguments that are not options (trace's probes), anywhere before "--";
+	 * the command then starts only after "--". Returns 0 or an exit code. May be NULL. */
+	int (*positional)(void *ctx, const char *arg);
+	/* when it points to true after parsing, no target is needed (trace -l) */
+	const bool *target_optional;
 	void *ctx;
 };
 

@@ -12,5 +12,6 @@ int cmd_record(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

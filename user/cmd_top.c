@@ -18,9 +18,11 @@
 #include "cmd.h"
 #include "engine.h"
 #include "log.h"
+#include "probe_resolve.h"
 #include "profile.h"
 #include "top_model.h"
 #include "top_view.h"
+#include "trace_attach.h"
 #include "util.h"
 
 /* Ring-buffer wait per loop turn: also the latency of a key press while sampling. */
@@ -33,6 +35,7 @@
 struct top_opts {
 	uint64_t interval_ms;
 	bool cumulative;
+	struct probe_set probes; /* --probe: trace's probes instead of the sampler */
 };
 
 /* What the keys change. */
@@ -66,7 +69,12 @@ static void top_help(FILE *f)
 	fprintf(f,
 		"View:\n"
 		"  -i, --interval TIME    refresh every TIME: 1, 1s, 500ms (default 1s; 100ms-1h)\n"
-		"      --cumulative       start with whole-run totals, not the last interval\n");
+		"      --cumulative       start with whole-run totals, not the last interval\n"
+		"Probes:\n"
+		"      --probe PROBE      count the hits of a probe (as pywalk trace takes them:\n"
+		"                         tracepoint:, uprobe:, usdt:, software:, ...) instead\n"
+		"                         of sampling; repeat for several; -F and -e then do\n"
+		"                         nothing and the rate is hits per second\n");
 	cli_help_other(f, 0);
 	fprintf(f,
 		"\nKeys:\n"
@@ -91,12 +99,14 @@ static void top_help(FILE *f)
 		"    pywalk top -p 4242                  # live view of PID 4242\n"
 		"    pywalk top -p 1,2 -F 499 -i 2s      # two processes, more samples, every 2 s\n"
 		"    pywalk top --all                    # every Python process on the host\n"
-		"    pywalk top -p 4242 --cumulative     # whole-run totals from the start\n\n"
+		"    pywalk top -p 4242 --cumulative     # whole-run totals from the start\n"
+		"    pywalk top -p 4242 --probe tracepoint:syscalls:sys_enter_openat\n"
+		"                                        # who opens files, live\n\n"
 		"Exit status: 0 ok (q or Ctrl-C), 1 runtime failure (also when stdout is not a\n"
 		"terminal: use pywalk record), 2 usage error.\n");
 }
 
-enum { OPT_CUMULATIVE = 0x2000 };
+enum { OPT_CUMULATIVE = 0x2000, OPT_PROBE };
 
 static int handle_option(void *ctx, int opt, const char *arg)
 {
@@ -112,8 +122,26 @@ static int handle_option(void *ctx, int opt, const char *arg)
 	case OPT_CUMULATIVE:
 		o->cumulative = true;
 		return 0;
+	case OPT_PROBE: {
+		char why[1024];
+
+		if (probe_set_add(&o->probes, arg, why, sizeof(why)))
+			return cli_usage_error("top", "%s", why);
+		return 0;
+	}
 	}
 	return 1;
+}
+
+/* --probe: attach the probes once the BPF side is loaded (engine_opts.attach). */
+static int attach_probes(void *ctx, struct loader *ld)
+{
+	char why[1024];
+	int err = trace_attach(ctx, ld, why, sizeof(why));
+
+	if (err)
+		pw_err("%s\n", why);
+	return err;
 }
 
 /* "PID 4242 (python3)", "PIDs 1 (a), 2 (b)" or "all Python processes"; comm is untrusted,
@@ -365,6 +393,7 @@ int cmd_top(int argc, char **argv)
 	static const struct option options[] = {
 		{ "interval", required_argument, NULL, 'i' },
 		{ "cumulative", no_argument, NULL, OPT_CUMULATIVE },
+		{ "probe", required_argument, NULL, OPT_PROBE },
 		{ 0 },
 	};
 	struct top_run r = { .o = { .interval_ms = 1000 }, .keys = { .sort = TOP_SORT_OWN },
@@ -396,9 +425,17 @@ int cmd_top(int argc, char **argv)
 		pw_err("pywalk top needs a terminal; use pywalk record\n");
 		return EXIT_FAIL;
 	}
-	e = engine__new(&(struct engine_opts){ .sampling = &s });
+	e = engine__new(&(struct engine_opts){ .sampling = &s,
+					       .no_sampler = r.o.probes.nprobes > 0,
+					       .attach = r.o.probes.nprobes ? attach_probes : NULL,
+					       .attach_ctx = &r.o.probes });
 	if (!e)
-		return EXIT_FAIL;
+		goto out;
+	/* every probe found before the screen is taken and anything attached */
+	if (r.o.probes.nprobes && probe_set_resolve(&r.o.probes, &s, why, sizeof(why))) {
+		pw_err("%s\n", why);
+		goto out;
+	}
 	r.model = top_model__new(r.keys.processes);
 	if (!r.model) {
 		pw_err("out of memory\n");
@@ -454,6 +491,7 @@ out:
 	if (r.fail[0])
 		pw_err("%s\n", r.fail);
 	engine__free(e);
+	probe_set_free(&r.o.probes);
 	top_model__free(r.model);
 	free(r.labels.labels);
 	return ret;

@@ -53,6 +53,7 @@ struct engine {
 	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
 	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
 	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
+	struct engine_opts opts;
 };
 
 /* Bytes of stacks held while their threads are off CPU: a thread holds one. */
@@ -377,6 +378,7 @@ struct engine *engine__new(const struct engine_opts *opts)
 		return NULL;
 	}
 	e->s = *opts->sampling;
+	e->opts = *opts;
 	e->child = (struct launch){ .pid = -1, .release_fd = -1, .exec_err_fd = -1 };
 	e->cache = target_cache__new();
 	popts = opts->profile;
@@ -481,6 +483,9 @@ int engine__start(struct engine *e)
 						    .event = e->s.event,
 						    .follow_all = e->s.all,
 						    .max_procs = max_processes(e),
+						    .no_sampler = e->opts.no_sampler,
+						    .latency_probes = e->opts.latency_probes,
+						    .filter_probes = e->opts.filter_probes,
 						    .on_record = on_record,
 						    .ctx = e },
 			     why, sizeof(why));
@@ -488,8 +493,14 @@ int engine__start(struct engine *e)
 		pw_err("%s\n", why);
 		return -errno;
 	}
-	/* sampling starts with tracking: writers state its period and time span */
-	profile__start_sampling(e->prof, e->s.frequency_hz);
+	if (e->opts.attach) {
+		err = e->opts.attach(e->opts.attach_ctx, e->ld);
+		if (err)
+			return err;
+	}
+	/* sampling starts with tracking: writers state its period and time span (a probe's
+	 * hits have no period) */
+	profile__start_sampling(e->prof, e->opts.no_sampler ? 0 : e->s.frequency_hz);
 	for (size_t i = 0; i < e->s.npids; i++) {
 		err = discover__add_pid(e->disc, e->s.pids[i], why, sizeof(why));
 		if (err) {
@@ -516,8 +527,11 @@ int engine__start(struct engine *e)
 	if (e->s.duration_ms)
 		e->deadline_ns = now_ns() + e->s.duration_ms * 1000000ull;
 	e->started = true;
-	pw_debug("sampling at %u Hz: %zu process(es) now\n", e->s.frequency_hz,
-		 discover__nactive(e->disc));
+	if (e->opts.no_sampler)
+		pw_debug("tracing: %zu process(es) now\n", discover__nactive(e->disc));
+	else
+		pw_debug("sampling at %u Hz: %zu process(es) now\n", e->s.frequency_hz,
+			 discover__nactive(e->disc));
 	return 0;
 }
 
@@ -679,11 +693,40 @@ int engine__read_counts(struct engine *e, struct engine_counts *c)
 	if (!e->ld)
 		return 0;
 	err = loader__read_outcomes(e->ld, c->outcomes, &c->runs);
+	/* without the sampler the hits are the probes': all of them together (top --probe) */
+	for (uint32_t probe = 1; e->opts.no_sampler && !err && probe < PW_PROBE_OFFCPU; probe++) {
+		uint64_t row[PW_OUT__COUNT], runs;
+
+		err = loader__read_probe_outcomes(e->ld, probe, row, &runs);
+		for (int i = 0; !err && i < PW_OUT__COUNT; i++)
+			c->outcomes[i] += row[i];
+		c->runs += err ? 0 : runs;
+	}
 	if (!err)
 		err = loader__read_counters(e->ld, c->counters);
 	if (!err && e->off)
 		err = loader__read_probe_outcomes(e->ld, PW_PROBE_OFFCPU, c->offcpu_outcomes,
 						  &c->offcpu_runs);
+	return err;
+}
+
+int engine__read_probe_counts(struct engine *e, uint32_t probe, struct engine_counts *c)
+{
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	if (!e->ld)
+		return 0;
+	err = loader__read_probe_outcomes(e->ld, probe, c->outcomes, &c->runs);
+	if (!err)
+		err = loader__read_counters(e->ld, c->counters);
+	if (!err && probe) {
+		uint64_t row[PW_CNT__COUNT];
+
+		err = loader__read_probe_counters(e->ld, probe, row);
+		for (int i = PW_CNT_LATENCY_ENTRIES; !err && i <= PW_CNT_LATENCY_UNPAIRED; i++)
+			c->counters[i] = row[i];
+	}
 	return err;
 }
 
@@ -751,10 +794,6 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 
 void engine__print_summary(struct engine *e, const struct engine_counts *c)
 {
-	const struct profile_drops *d = profile__drops(e->prof);
-	const struct discover_stats *ds = e->disc ? discover__stats(e->disc) : NULL;
-	uint64_t dropped = profile__dropped(e->prof), skipped = 0;
-
 	if (log_level < LOG_INFO)
 		return;
 	if (e->off)
@@ -763,9 +802,21 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 		fprintf(stderr, "pywalk: %llu perf events, accounted as:\n",
 			(unsigned long long)c->runs);
 		for (int i = 0; i < PW_OUT__COUNT; i++)
-			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
-				(unsigned long long)c->outcomes[i]);
+			if (i != PW_OUT_FILTERED) /* the sampler has no --filter */
+				fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+					(unsigned long long)c->outcomes[i]);
 	}
+	engine__print_details(e, c);
+}
+
+void engine__print_details(struct engine *e, const struct engine_counts *c)
+{
+	const struct profile_drops *d = profile__drops(e->prof);
+	const struct discover_stats *ds = e->disc ? discover__stats(e->disc) : NULL;
+	uint64_t dropped = profile__dropped(e->prof), skipped = 0;
+
+	if (log_level < LOG_INFO)
+		return;
 	if (dropped)
 		fprintf(stderr,
 			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "

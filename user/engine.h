@@ -17,11 +17,18 @@
 #include "profile.h"
 
 struct engine;
+struct loader;
 
 struct engine_opts {
 	const struct cli_sampling *sampling;
 	struct profile_opts profile;
 	bool hup_reloads; /* SIGHUP asks for a reload (engine__take_reload), not a stop */
+	/* trace: no sampler; its probes are attached by `attach` once the BPF side is
+	 * loaded, before any target is added (returns 0 or a negative errno, printed) */
+	bool no_sampler;
+	uint32_t latency_probes, filter_probes; /* bit per probe id */
+	int (*attach)(void *ctx, struct loader *ld);
+	void *attach_ctx;
 };
 
 /* Profiles that may count alongside the engine's own at once. */
@@ -74,12 +81,19 @@ void engine__remove_tap(struct engine *e, struct profile *tap);
 bool engine__sampling(const struct engine *e);
 
 int engine__read_counts(struct engine *e, struct engine_counts *c);
+/* (engine__read_counts: with no_sampler, the outcomes of every probe together.)
+ * The same for trace's probe `probe` (its outcomes, runs and latency counters; the code and
+ * process counters are the run's, as in engine__read_counts). */
+int engine__read_probe_counts(struct engine *e, uint32_t probe, struct engine_counts *c);
 struct profile *engine__profile(struct engine *e);
 const struct discover *engine__discover(const struct engine *e);
 
 /* The end-of-run accounting on stderr (at the default log level): every sampler run in
  * exactly one bucket, what userspace could not count, the processes seen and skipped. */
 void engine__print_summary(struct engine *e, const struct engine_counts *c);
+/* Its part after the outcomes: uncounted stacks, processes, lost records (trace prints
+ * its own outcomes per probe). */
+void engine__print_details(struct engine *e, const struct engine_counts *c);
 
 /* Sum of the "rejected: ..." outcomes; *worst (may be NULL) gets the biggest of them
  * (PW_OUT_TORN when all are zero). */

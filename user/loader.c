@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "loader.h"
+#include "util.h"
 #include "pywalk.skel.h"
 
 struct loader {
@@ -22,6 +23,10 @@ struct loader {
 	int ncpus;
 	struct ring_buffer *rb;
 	struct loader_opts opts;
+	struct bpf_link **probe_links; /* trace's probes */
+	size_t nprobe_links, probe_links_cap;
+	int *probe_pfds;
+	size_t nprobe_pfds, probe_pfds_cap;
 };
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -111,6 +116,8 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->offcpu_wall = opts->mode == LOADER_WALL;
 	bpf_program__set_autoattach(ld->skel->progs.on_offcpu_sys_exit,
 				    opts->mode != LOADER_ON_CPU && opts->min_block_ns);
+	ld->skel->rodata->latency_probes = opts->latency_probes;
+	ld->skel->rodata->filter_probes = opts->filter_probes;
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
@@ -129,7 +136,7 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	}
 	for (int cpu = 0; cpu < ncpus; cpu++)
 		ld->pfds[cpu] = -1;
-	for (int cpu = 0; opts->mode != LOADER_OFF_CPU && cpu < ncpus; cpu++) {
+	for (int cpu = 0; opts->mode != LOADER_OFF_CPU && !opts->no_sampler && cpu < ncpus; cpu++) {
 		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
 		if (fd < 0) {
@@ -185,6 +192,12 @@ void loader__stop(struct loader *ld)
 		bpf_link__destroy(ld->skel->links.on_offcpu_sys_exit);
 		ld->skel->links.on_offcpu_sys_exit = NULL;
 	}
+	for (size_t i = 0; i < ld->nprobe_links; i++)
+		bpf_link__destroy(ld->probe_links[i]);
+	ld->nprobe_links = 0;
+	for (size_t i = 0; i < ld->nprobe_pfds; i++)
+		close(ld->probe_pfds[i]);
+	ld->nprobe_pfds = 0;
 	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++) {
 		bpf_link__destroy(ld->links[cpu]);
 		ld->links[cpu] = NULL;
@@ -204,6 +217,8 @@ void loader__free(struct loader *ld)
 	loader__stop(ld);
 	free(ld->links);
 	free(ld->pfds);
+	free(ld->probe_links);
+	free(ld->probe_pfds);
 	pywalk_bpf__destroy(ld->skel);
 	free(ld);
 }
@@ -377,4 +392,148 @@ static int read_outcomes_once(struct loader *ld, uint32_t probe,
 int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT])
 {
 	return read_slots(ld, PW_COUNTER_INDEX(0), PW_CNT__COUNT, counters);
+}
+
+int loader__read_probe_counters(struct loader *ld, uint32_t probe,
+				uint64_t counters[PW_CNT__COUNT])
+{
+	if (probe >= PW_MAX_PROBES)
+		return -EINVAL;
+	return read_slots(ld, PW_SLOT(probe, PW_COUNTER_INDEX(0)), PW_CNT__COUNT, counters);
+}
+
+/* ---- trace's probes -------------------------------------------------------------------- */
+
+/* Keep `link` for loader__stop; a NULL link is the attach's failure (errno). */
+static int keep_link(struct loader *ld, struct bpf_link *link, const char *what, char *why,
+		     size_t why_size)
+{
+	int err;
+
+	if (!link) {
+		err = -errno;
+		set_why(why, why_size, what, err);
+		return err;
+	}
+	if (grow_array((void **)&ld->probe_links, &ld->probe_links_cap, ld->nprobe_links + 1,
+		       sizeof(*ld->probe_links))) {
+		bpf_link__destroy(link);
+		set_why(why, why_size, what, -ENOMEM);
+		return -ENOMEM;
+	}
+	ld->probe_links[ld->nprobe_links++] = link;
+	return 0;
+}
+
+int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name,
+			      uint64_t cookie, char *why, size_t why_size)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, o, .bpf_cookie = cookie);
+	char what[600];
+
+	snprintf(what, sizeof(what), "cannot attach to tracepoint %s:%s", cat, name);
+	return keep_link(ld, bpf_program__attach_tracepoint_opts(ld->skel->progs.on_tracepoint,
+								  cat, name, &o),
+			 what, why, why_size);
+}
+
+int loader__attach_uprobe(struct loader *ld, const char *path, uint64_t offset, bool ret,
+			  uint64_t cookie, char *why, size_t why_size)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
+
+	/* every process that runs the file: the program tells targets from the rest */
+	return keep_link(ld, bpf_program__attach_uprobe_opts(ret ? ld->skel->progs.on_uretprobe
+								 : ld->skel->progs.on_uprobe,
+							     -1, path, offset, &o),
+			 ret ? "cannot attach the uretprobe" : "cannot attach the uprobe", why,
+			 why_size);
+}
+
+int loader__attach_usdt(struct loader *ld, const char *path, const char *provider,
+			const char *name, uint64_t cookie, char *why, size_t why_size)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, o, .usdt_cookie = cookie);
+
+	return keep_link(ld, bpf_program__attach_usdt(ld->skel->progs.on_usdt, -1, path, provider,
+						      name, &o),
+			 "cannot attach the USDT probe", why, why_size);
+}
+
+int loader__attach_kprobe(struct loader *ld, const char *func, uint64_t offset, bool ret,
+			  uint64_t cookie, char *why, size_t why_size)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, o, .bpf_cookie = cookie, .offset = offset, .retprobe = ret);
+
+	/* a uprobe program is a kprobe program to the kernel */
+	return keep_link(ld, bpf_program__attach_kprobe_opts(ld->skel->progs.on_uprobe, func, &o),
+			 "cannot attach the kprobe", why, why_size);
+}
+
+int loader__attach_perf(struct loader *ld, uint32_t type, uint64_t config, uint64_t period,
+			bool freq, uint64_t cookie, char *why, size_t why_size)
+{
+	struct perf_event_attr attr = { .size = sizeof(attr), .type = type, .config = config,
+					.freq = freq };
+	LIBBPF_OPTS(bpf_perf_event_opts, o, .bpf_cookie = cookie);
+	int err;
+
+	if (freq)
+		attr.sample_freq = period;
+	else
+		attr.sample_period = period;
+	for (int cpu = 0; cpu < ld->ncpus; cpu++) {
+		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0 && errno == ENODEV)
+			continue; /* possible but offline CPU */
+		if (fd < 0) {
+			err = -errno;
+			set_why(why, why_size, "cannot open the perf event", err);
+			return err;
+		}
+		if (grow_array((void **)&ld->probe_pfds, &ld->probe_pfds_cap, ld->nprobe_pfds + 1,
+			       sizeof(*ld->probe_pfds))) {
+			close(fd);
+			set_why(why, why_size, "cannot open the perf event", -ENOMEM);
+			return -ENOMEM;
+		}
+		ld->probe_pfds[ld->nprobe_pfds++] = fd;
+		err = keep_link(ld, bpf_program__attach_perf_event_opts(
+					    ld->skel->progs.on_perf_event, fd, &o),
+				"cannot attach to the perf event", why, why_size);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int loader__set_syscall(struct loader *ld, uint32_t nr, uint32_t value)
+{
+	if (bpf_map__update_elem(ld->skel->maps.syscall_probes, &nr, sizeof(nr), &value,
+				 sizeof(value), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why,
+			    size_t why_size)
+{
+	int err = 0;
+
+	if (enter)
+		err = keep_link(ld, bpf_program__attach(ld->skel->progs.on_sys_enter),
+				"cannot attach to raw tracepoint sys_enter", why, why_size);
+	if (!err && exit)
+		err = keep_link(ld, bpf_program__attach(ld->skel->progs.on_sys_exit),
+				"cannot attach to raw tracepoint sys_exit", why, why_size);
+	return err;
+}
+
+int loader__set_filter(struct loader *ld, uint32_t probe, const struct pw_filter *f)
+{
+	if (bpf_map__update_elem(ld->skel->maps.filters, &probe, sizeof(probe), f, sizeof(*f),
+				 BPF_ANY))
+		return -errno;
+	return 0;
 }

@@ -28,6 +28,9 @@ struct loader_opts {
 	bool follow_all;      /* every process is followed (every exec is reported) */
 	bool no_code_records; /* benchmarks of the walk alone */
 	uint32_t max_procs;   /* processes sampled at once (map size); 0: 4096 */
+	bool no_sampler;      /* trace: no sampling perf events, only the probes it attaches */
+	uint32_t latency_probes; /* trace: probes that are --latency entries (bit per id) */
+	uint32_t filter_probes;	 /* trace: probes with a --filter (bit per id) */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
 	int (*on_record)(void *ctx, const void *data, size_t size);
 	void *ctx;
@@ -69,6 +72,27 @@ int loader__drain(struct loader *ld);
  * and every record the program wrote is already in the ring buffer. */
 void loader__stop(struct loader *ld);
 
+/* trace's probes, attached with their cookie (PW_COOKIE). Each returns 0 or a negative
+ * errno with a sentence in `why`; what they attach is detached by loader__stop. */
+int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name,
+			      uint64_t cookie, char *why, size_t why_size);
+int loader__attach_uprobe(struct loader *ld, const char *path, uint64_t offset, bool ret,
+			  uint64_t cookie, char *why, size_t why_size);
+int loader__attach_usdt(struct loader *ld, const char *path, const char *provider,
+			const char *name, uint64_t cookie, char *why, size_t why_size);
+int loader__attach_kprobe(struct loader *ld, const char *func, uint64_t offset, bool ret,
+			  uint64_t cookie, char *why, size_t why_size);
+/* A perf event on every CPU: one hit every `period` events, or `period` Hz with `freq`. */
+int loader__attach_perf(struct loader *ld, uint32_t type, uint64_t config, uint64_t period,
+			bool freq, uint64_t cookie, char *why, size_t why_size);
+/* Syscall `nr`'s probes (PW_SYSCALL_VALUE), then the raw syscall programs (once, after the
+ * map is filled; `enter`/`exit`: which of the two are needed). */
+int loader__set_syscall(struct loader *ld, uint32_t nr, uint32_t value);
+int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why,
+			    size_t why_size);
+/* Probe `probe`'s --filter program. */
+int loader__set_filter(struct loader *ld, uint32_t probe, const struct pw_filter *f);
+
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 /* The same for probe `probe` (< PW_MAX_PROBES; 0 is the sampler). */
@@ -76,5 +100,8 @@ int loader__read_probe_outcomes(struct loader *ld, uint32_t probe,
 				uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 /* The other counters (enum pw_counter). */
 int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT]);
+/* Probe `probe`'s row of them (its latency counters). */
+int loader__read_probe_counters(struct loader *ld, uint32_t probe,
+				uint64_t counters[PW_CNT__COUNT]);
 
 #endif

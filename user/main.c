@@ -12,6 +12,7 @@ static const struct cmd {
 	const char *summary;
 } cmds[] = {
 	{ "record", cmd_record, "sample Python stacks of processes or a command, write a profile" },
+	{ "trace", cmd_trace, "Python stacks on any probe (tracepoints, uprobes, USDT), counted" },
 	{ "top", cmd_top, "live view of the functions processes spend CPU in, like top" },
 	{ "agent", cmd_agent, "always-on host profiler: windows to Pyroscope, Parca, OTLP, files" },
 	{ "dump", cmd_dump, "every thread's Python stack of a process, now (where is it stuck?)" },

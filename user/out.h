@@ -23,6 +23,9 @@ const struct out_writer *out_by_path(const char *path);
 const char *out_names(void);
 
 int out_folded_write(FILE *f, const struct profile *p);
+/* One frame as folded output writes it, `name (file:line)` escaped (trace --print too). */
+struct strbuf;
+int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct agg_frame *fr);
 int out_html_write(FILE *f, const struct profile *p);
 int out_speedscope_write(FILE *f, const struct profile *p);
 int out_pprof_write(FILE *f, const struct profile *p);

@@ -18,8 +18,7 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
 }
 
-/* Write `name (file:line)` escaped. */
-static int add_frame(struct strbuf *sb, const struct symtab *st, const struct agg_frame *fr)
+int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct agg_frame *fr)
 {
 	int err = escape_folded(sb, symtab__func_name(st, fr->func));
 
@@ -40,12 +39,23 @@ static int format_stack(struct strbuf *sb, const struct profile *p, const struct
 	bool first = true;
 	int err = 0;
 
-	if (profile__opts(p)->by_process) {
+	/* trace with several probes: the probe is the root, each probe's stacks apart */
+	if (profile__opts(p)->nprobes > 1) {
+		const char *probe = s->probe < PW_MAX_PROBES ? profile__opts(p)->probe_names[s->probe]
+							     : NULL;
+
+		err = escape_folded(sb, probe ? probe : "?");
+		first = false;
+	}
+	if (!err && profile__opts(p)->by_process) {
 		char tag[PROFILE_TAG_SIZE];
 		const struct profile_process *pr = profile__process(p, s->proc);
 
 		profile__process_tag(p, s->proc, tag, sizeof(tag));
-		err = escape_folded(sb, pr ? pr->comm : "?");
+		if (!first)
+			err = strbuf_add(sb, ";", 1);
+		if (!err)
+			err = escape_folded(sb, pr ? pr->comm : "?");
 		if (!err)
 			err = strbuf_add(sb, tag, strlen(tag));
 		first = false;
@@ -63,7 +73,7 @@ static int format_stack(struct strbuf *sb, const struct profile *p, const struct
 		if (!first)
 			err = strbuf_add(sb, ";", 1);
 		if (!err)
-			err = add_frame(sb, st, agg__frame(agg, ids[i]));
+			err = out_folded_frame(sb, st, agg__frame(agg, ids[i]));
 		first = false;
 	}
 	return err;

@@ -151,7 +151,8 @@ static int64_t child(struct html *h, uint32_t parent, int64_t frame)
 	return id;
 }
 
-/* Merge every stack into the tree, under its process and thread root frames if asked. */
+/* Merge every stack into the tree, under its probe, process and thread root frames if
+ * asked. */
 static int build_tree(struct html *h)
 {
 	const struct agg *agg = profile__agg(h->p);
@@ -171,9 +172,16 @@ static int build_tree(struct html *h)
 		char tag[PROFILE_TAG_SIZE];
 		int64_t cur = 0;
 
-		if (opts->by_process) {
+		/* trace with several probes: each probe's stacks under a root of its own */
+		if (opts->nprobes > 1) {
+			const char *probe = s->probe < PW_MAX_PROBES ? opts->probe_names[s->probe]
+								     : NULL;
+
+			cur = child(h, 0, root_frame(h, probe ? probe : "?", ""));
+		}
+		if (cur >= 0 && opts->by_process) {
 			profile__process_tag(h->p, s->proc, tag, sizeof(tag));
-			cur = child(h, 0, root_frame(h, pr ? pr->comm : "?", tag));
+			cur = child(h, (uint32_t)cur, root_frame(h, pr ? pr->comm : "?", tag));
 		}
 		if (cur >= 0 && opts->by_thread) {
 			snprintf(tag, sizeof(tag), " (%u)", s->tid);

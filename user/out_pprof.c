@@ -132,7 +132,8 @@ static int put_samples(struct pprof *pp)
 	for (size_t i = 0; i < agg__nstacks(agg) && !err; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *frames = agg__stack_frames(agg, s);
-		uint64_t values[2] = { s->count, s->count * period_ns };
+		uint64_t values[PW_MAX_PROBES] = { s->count, s->count * period_ns };
+		uint32_t nprobes = profile__opts(pp->p)->nprobes;
 		/* off-cpu and wall counts are nanoseconds already: one value */
 		size_t nvalues = profile__counts_ns(pp->p) ? 1 : period_ns ? 2 : 1;
 
@@ -143,6 +144,13 @@ static int put_samples(struct pprof *pp)
 		for (uint32_t j = 0; j < s->nframes; j++) {
 			pp->ids[j] = (uint64_t)frames[s->nframes - 1 - j] + 1;
 			pp->used[frames[j]] = 1;
+		}
+		/* trace: one sample type per probe, a stack's value in its probe's column */
+		if (nprobes) {
+			memset(values, 0, sizeof(values));
+			if (s->probe >= 1 && s->probe <= nprobes && s->probe < PW_MAX_PROBES)
+				values[s->probe - 1] = s->count;
+			nvalues = nprobes;
 		}
 		strbuf_reset(&pp->msg);
 		err = pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
@@ -246,6 +254,8 @@ static int put_header(struct pprof *pp)
 	int64_t comment;
 	int err;
 
+	const struct profile_opts *po = profile__opts(pp->p);
+
 	if (profile__counts_ns(pp->p)) {
 		const char *name = profile__value_name(pp->p);
 
@@ -257,7 +267,17 @@ static int put_header(struct pprof *pp)
 			err = pb_uint(&pp->out, PROFILE_PERIOD, 1);
 		goto times;
 	}
-	err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
+	/* trace: each probe's hits (count) or time inside (nanoseconds, --latency) */
+	if (po->nprobes) {
+		err = 0;
+		for (uint32_t i = 1; i <= po->nprobes && i < PW_MAX_PROBES && !err; i++)
+			err = put_value_type(pp, PROFILE_SAMPLE_TYPE,
+					     po->probe_names[i] ? po->probe_names[i] : "?",
+					     po->probe_ns[i] ? "nanoseconds" : "count");
+		period_ns = 0;
+	} else {
+		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
+	}
 	if (!err && period_ns)
 		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
 	if (!err && period_ns) {

@@ -278,10 +278,13 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		probe = 0; /* time off CPU, counted with the sampler's stacks (wall) */
 	else if (probe == 0 && p->opts.value == PROFILE_VALUE_WALL_NS)
 		weight *= sample_period_ns(p); /* a sample stands for a period on CPU */
-	return agg__add(p->agg,
-			&(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
-					   .probe = probe },
-			p->ids, n, weight);
+	err = agg__add(p->agg,
+		       &(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
+					  .probe = probe },
+		       p->ids, n, weight);
+	if (!err && p->opts.on_stack)
+		p->opts.on_stack(p->opts.on_stack_ctx, p, h, (uint32_t)proc, p->ids, n);
+	return err;
 }
 
 static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
@@ -454,6 +457,7 @@ static struct profile *new_borrower(const struct profile *p)
 	if (!n)
 		return NULL;
 	n->opts = p->opts;
+	n->opts.on_stack = NULL;
 	n->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
 	n->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
 	n->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);

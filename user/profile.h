@@ -8,9 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi.h"
 #include "agg.h"
 #include "symtab.h"
 #include "target.h"
+
+struct profile;
 
 /* Presentation choices; samples are always kept per (process lifetime, tid). */
 /* What a stack's count is. */
@@ -26,6 +29,18 @@ struct profile_opts {
 	bool by_process;     /* writers add a root frame per process (turned on when a
 			      * second process has samples) */
 	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */
+	/* trace: its probes by id (index 0 unused; the strings outlive the profile), and
+	 * whether a probe's hits weigh nanoseconds (--latency) rather than count once.
+	 * Several probes get a root frame each in folded output; pprof names its sample
+	 * types after them. */
+	const char *probe_names[PW_MAX_PROBES];
+	bool probe_ns[PW_MAX_PROBES];
+	uint32_t nprobes;
+	/* called for every stack counted, with its agg frame ids root first (trace --print);
+	 * not inherited by taps and windows */
+	void (*on_stack)(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
+			 uint32_t proc, const uint32_t *ids, uint32_t n);
+	void *on_stack_ctx;
 };
 
 /* A process as outputs name it: one lifetime of one PID (a reused PID is another one). */

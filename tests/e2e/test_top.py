@@ -254,13 +254,13 @@ def test_man_page_renders_and_covers_every_option():
     if not shutil.which("man") and not shutil.which("groff") and not apt_install("groff-base"):
         pytest.skip("neither man nor groff is installed (apt-get install man-db)")
     text = render_man()
-    for section in ("NAME", "SYNOPSIS", "RECORD OPTIONS", "TOP OPTIONS", "ACCOUNTING",
-                    "EXIT STATUS", "EXAMPLES"):
+    for section in ("NAME", "SYNOPSIS", "RECORD OPTIONS", "TOP OPTIONS", "TRACE OPTIONS",
+                    "ACCOUNTING", "EXIT STATUS", "EXAMPLES"):
         assert re.search(r"^%s\s*$" % section, text, re.M), section
     for label in ("shipped", "not a target process", "no thread state", "empty stack",
                   "rejected: torn chain", "rejected: depth bound", "lost (ring buffer full)"):
         assert label in text, label
-    for command in ("record", "top"):
+    for command in ("record", "top", "trace"):
         help_text = subprocess.run([e2e.pywalk_path(), command, "--help"],
                                    stdout=subprocess.PIPE, universal_newlines=True,
                                    timeout=30).stdout
@@ -443,6 +443,25 @@ def test_top_hostile_comm_is_shown_escaped_in_the_process_column(pywalk, pane):
 
 
 @pytest.mark.parametrize("pane", [(160, 60)], indirect=True)
+def test_top_probe_counts_a_syscall_by_function(pywalk, pane):
+    # trace's probes in the live view: spin_getpid makes nearly every getpid of the target
+    t = Target("trace_target.py", "loop")
+    try:
+        wait = pane.run_and_status("%s top -p %d --probe tracepoint:syscalls:sys_enter_getpid"
+                                   % (pywalk, t.pid))
+        pane.wait_for("the view", lambda s: "FUNCTION" in s, timeout=20.0)
+
+        def spin_on_top(screen):
+            rows = table(screen)
+            return rows and rows[0]["func"] == "spin_getpid" and rows[0]["own_pct"] > 95
+        screen = pane.wait_for("spin_getpid on top with own% > 95", spin_on_top, timeout=5.0)
+        assert (rate(screen) or 0) > 1000, screen
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        t.stop()
+
+
 def test_top_all_shows_a_process_started_after_it(pywalk, pane):
     wait = pane.run_and_status("%s top --all" % pywalk)
     pane.wait_for("the view", lambda s: "FUNCTION" in s and "PROCESS" in s, timeout=20.0)

@@ -220,6 +220,43 @@ def elf_seeds(tmp):
     return n + 1
 
 
+# ---- elfprobe: function symbols and stapsdt notes (trace's uprobes and USDT) ---------------
+
+USDT_SRC = r"""
+void probed(void) {
+	__asm__ volatile("1: nop\n"
+		".pushsection .note.stapsdt,\"?\",\"note\"\n"
+		".balign 4\n.4byte 992f-991f, 994f-993f, 3\n"
+		"991: .asciz \"stapsdt\"\n992: .balign 4\n"
+		"993: .8byte 1b, 0, 0\n.asciz \"python\"\n.asciz \"gc__start\"\n"
+		".asciz \"-4@%%edi\"\n994: .balign 4\n.popsection\n");
+}
+void _start(void) { probed(); for (;;); }
+"""
+
+
+def elfprobe_seeds(tmp):
+    src = os.path.join(tmp, "usdt.c")
+    out = os.path.join(tmp, "usdt")
+    open(src, "w").write(USDT_SRC)
+    n = 0
+    if subprocess.run(["gcc", "-Os", "-nostdlib", "-static", "-fno-asynchronous-unwind-tables",
+                       "-Wl,--build-id=none", "-Wl,-z,max-page-size=0x10",
+                       "-Wl,-z,noseparate-code", src, "-o", out],
+                      stderr=subprocess.DEVNULL).returncode == 0:
+        write("elfprobe", "usdt-and-funcs", open(out, "rb").read())
+        n += 1
+    else:
+        print("make_seeds: cannot build the USDT ELF seed, skipped", file=sys.stderr)
+    # the elf target's seeds have symbol tables of every shape
+    for name in ("exec", "object", "handmade-le"):
+        path = os.path.join(CORPUS, "elf", name)
+        if os.path.exists(path):
+            write("elfprobe", name, open(path, "rb").read())
+            n += 1
+    return n
+
+
 # ---- maps: /proc/self/maps and the shapes the kernel can print ------------------------------
 
 def maps_seeds():
@@ -271,7 +308,7 @@ def escape_seeds():
 
 
 def main():
-    for t in ("linetable", "strdecode", "debug_offsets", "elf", "maps", "escape"):
+    for t in ("linetable", "strdecode", "debug_offsets", "elf", "elfprobe", "maps", "escape"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, t))
     with tempfile.TemporaryDirectory() as tmp:
@@ -280,6 +317,7 @@ def main():
             "strdecode": strdecode_seeds(),
             "debug_offsets": debug_offsets_seeds(),
             "elf": elf_seeds(tmp),
+            "elfprobe": elfprobe_seeds(tmp),
             "maps": maps_seeds(),
             "escape": escape_seeds(),
         }

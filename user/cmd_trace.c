@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/* `pywalk trace PROBE...`: the Python stack of every hit of probes (tracepoints, uprobes,
+ * USDT, perf events), counted exactly. Probes are parsed (usage errors) and then resolved
+ * against the system and the targets (runtime errors) before the output is opened and
+ * before anything is attached, so a bad probe costs nothing. The rest is the engine. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmd.h"
+#include "engine.h"
+#include "filter.h"
+#include "log.h"
+#include "out.h"
+#include "outfile.h"
+#include "probe_resolve.h"
+#include "trace_attach.h"
+#include "trace_list.h"
+#include "trace_print.h"
+#include "util.h"
+
+enum { OPT_LATENCY = 0x2000, OPT_PRINT, OPT_FILTER, OPT_LIST = 'l' };
+
+static void trace_help(FILE *f)
+{
+	fprintf(f,
+		"Usage: pywalk trace [options] -p PID PROBE...\n"
+		"       pywalk trace [options] --all PROBE...\n"
+		"       pywalk trace [options] PROBE... -- COMMAND [ARGS...]\n"
+		"       pywalk trace -l PATTERN [-p PID]\n\n"
+		"Count the Python stack of every hit of the probes in the target processes:\n"
+		"exact counts, not samples. Every hit is accounted for in a summary per probe.\n\n"
+		"Probes:\n"
+		"  tracepoint:CATEGORY:NAME     kernel tracepoint (wildcards); syscalls:sys_enter_X\n"
+		"                               and sys_exit_X go by syscall number\n"
+		"  uprobe:PATH|LIB:SYMBOL[+OFF] function entry (LIB: looked up in -p's maps)\n"
+		"  uretprobe:PATH|LIB:SYMBOL    function return\n"
+		"  usdt:PATH|LIB:PROVIDER:NAME  USDT note (e.g. python:gc__start)\n"
+		"  kprobe:FUNC, kretprobe:FUNC  kernel function (kernels with kprobes only)\n"
+		"  software:EVENT[:N|:FREQhz]   perf software event (page-faults, cs, ...):\n"
+		"                               every Nth event (default 1; clocks 99hz)\n"
+		"  hardware:EVENT[:N|:FREQhz]   perf hardware event (cycles, ...; default\n"
+		"                               every 1000000th)\n\n");
+	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT, 0);
+	fprintf(f,
+		"      --latency          weigh each stack by the nanoseconds spent inside the\n"
+		"                         call (uprobe: to its return; syscalls:sys_enter_X to\n"
+		"                         its exit), per thread, nesting and recursion paired\n"
+		"      --filter EXPR      count only hits where EXPR holds, decided in the\n"
+		"                         kernel: arg0..arg5 (uprobe, usdt, syscall entry), ret\n"
+		"                         (uretprobe, syscall exit), args.NAME (a tracepoint's\n"
+		"                         field), pid, tid, comm; == != < > <= >= && || ! ( ),\n"
+		"                         integers, \"strings\" for comm\n"
+		"      --print            one line per hit on stdout, as it happens (the\n"
+		"                         profile is then written only with -o)\n"
+		"  -l, --list PATTERN     list the probes matching PATTERN and exit\n");
+	cli_help_other(f, CLI_QUIET);
+	fprintf(f,
+		"\n"
+		"-F and -e are the sampler's: trace takes its rate from each probe.\n"
+		"Several probes: folded output and the flame graph have the probe as a root\n"
+		"frame; pprof has one sample type per probe (count, or nanoseconds with\n"
+		"--latency); speedscope merges them.\n\n"
+		"--print lines, tab-separated:\n"
+		"  SECONDS  PID  TID  COMM  PROBE  WEIGHT  STACK\n"
+		"SECONDS since tracing began, WEIGHT 1 (nanoseconds with --latency), STACK root\n"
+		"first as in folded output, COMM and names escaped as folded output escapes them.\n\n"
+		"Examples:\n"
+		"    pywalk trace -p 4242 tracepoint:syscalls:sys_enter_openat -d 10\n"
+		"    pywalk trace usdt:/usr/bin/python3.11:python:gc__start -- python3.11 app.py\n"
+		"    pywalk trace -p 4242 uprobe:libc.so.6:usleep --latency\n"
+		"    pywalk trace -p 4242 tracepoint:syscalls:sys_enter_write --filter 'arg0 == 1'\n"
+		"    pywalk trace --print -p 4242 tracepoint:syscalls:sys_enter_kill\n"
+		"    pywalk trace -l 'tracepoint:syscalls:*open*'\n\n"
+		"Exit status: 0 ok, 1 runtime failure (a probe that is not there, a kernel\n"
+		"without the feature), 2 usage error.\n");
+}
+
+struct trace_opts {
+	struct probe_set set;
+	bool latency, print;
+	const char *list;
+	bool listing; /* -l: no target needed */
+	const char *filter;
+};
+
+static int handle_option(void *ctx, int opt, const char *arg)
+{
+	struct trace_opts *t = ctx;
+
+	switch (opt) {
+	case OPT_LATENCY:
+		t->latency = true;
+		return 0;
+	case OPT_PRINT:
+		t->print = true;
+		return 0;
+	case OPT_FILTER:
+		t->filter = arg;
+		return 0;
+	case OPT_LIST:
+		t->list = arg;
+		t->listing = true;
+		return 0;
+	}
+	return 1;
+}
+
+static int take_probe(void *ctx, const char *arg)
+{
+	struct trace_opts *t = ctx;
+	char why[1024];
+
+	if (probe_set_add(&t->set, arg, why, sizeof(why)))
+		return cli_usage_error("trace", "%s", why);
+	return 0;
+}
+
+struct trace_run {
+	struct trace_opts *t;
+	struct filter_set filters;
+	struct trace_print print;
+};
+
+static int attach(void *ctx, struct loader *ld)
+{
+	struct trace_run *r = ctx;
+	char why[1024];
+	int err = filter_load(&r->filters, ld, why, sizeof(why));
+
+	if (!err)
+		err = trace_attach(&r->t->set, ld, why, sizeof(why));
+	if (err)
+		pw_err("%s\n", why);
+	r->print.start_ns = now_ns();
+	return err;
+}
+
+/* Every hit of every probe in exactly one bucket; a --latency probe's hits are its returns
+ * (an entry is counted when its return comes). */
+static int print_summary(struct engine *e, const struct probe_set *set)
+{
+	struct engine_counts c;
+	int err = 0;
+
+	for (size_t i = 0; i < set->nprobes && !err; i++) {
+		const struct trace_probe *tp = &set->probes[i];
+
+		err = engine__read_probe_counts(e, tp->id, &c);
+		if (err || log_level < LOG_INFO)
+			continue;
+		fprintf(stderr, "pywalk: %llu hits of %s, accounted as:\n",
+			(unsigned long long)c.runs, tp->spec.text);
+		for (int k = 0; k < PW_OUT__COUNT; k++)
+			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(k, false),
+				(unsigned long long)c.outcomes[k]);
+		if (tp->latency)
+			fprintf(stderr,
+				"pywalk: %s: %llu entries; %llu returns without their entry "
+				"(calls in progress at the start), %llu calls nested too deep to "
+				"pair\n",
+				tp->spec.text, (unsigned long long)c.counters[PW_CNT_LATENCY_ENTRIES],
+				(unsigned long long)c.counters[PW_CNT_LATENCY_UNPAIRED],
+				(unsigned long long)c.counters[PW_CNT_LATENCY_DEEP]);
+	}
+	if (err) {
+		pw_err("cannot read the outcome counters: %s\n", strerror(-err));
+		return err;
+	}
+	err = engine__read_counts(e, &c);
+	if (!err)
+		engine__print_details(e, &c);
+	return err;
+}
+
+static int run(struct trace_opts *t, const struct cli_sampling *s, const struct cli_output *o)
+{
+	struct trace_run r = { .t = t, .print = { .f = stdout, .set = &t->set } };
+	struct engine_opts eo = { .sampling = s, .no_sampler = true, .attach = attach,
+				  .attach_ctx = &r };
+	const struct out_writer *writer = NULL;
+	bool write_profile = !t->print || o->path;
+	struct outfile out = { 0 };
+	char why[1024] = "";
+	struct engine *e = NULL;
+	int ret = EXIT_FAIL, err;
+
+	if (t->latency) {
+		if (probe_set_check_latency(&t->set, why, sizeof(why)))
+			return cli_usage_error("trace", "%s", why);
+		for (size_t i = 0; i < t->set.nprobes; i++)
+			t->set.probes[i].latency = true;
+	}
+	/* the syntax now; a tracepoint's fields once its tracepoints are known */
+	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, false, why, sizeof(why)))
+		return cli_usage_error("trace", "%s", why);
+	writer = o->format ? out_by_name(o->format) : NULL;
+	if (!writer && o->path)
+		writer = out_by_path(o->path);
+	if (!writer)
+		writer = out_by_name("folded");
+
+	eo.profile.by_process = s->npids > 1 || s->all;
+	eo.profile.nprobes = (uint32_t)t->set.nprobes;
+	for (size_t i = 0; i < t->set.nprobes; i++) {
+		eo.profile.probe_names[t->set.probes[i].id] = t->set.probes[i].spec.text;
+		eo.profile.probe_ns[t->set.probes[i].id] = t->set.probes[i].latency;
+	}
+	if (t->print) {
+		eo.profile.on_stack = trace_print_stack;
+		eo.profile.on_stack_ctx = &r.print;
+	}
+	eo.latency_probes = trace_latency_mask(&t->set);
+	eo.filter_probes = r.filters.mask;
+	/* checks the named PIDs first: a PID that is not Python fails before probes resolve */
+	e = engine__new(&eo);
+	if (!e)
+		goto out;
+	err = probe_set_resolve(&t->set, s, why, sizeof(why));
+	if (err) {
+		pw_err("%s\n", why);
+		goto out;
+	}
+	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, true, why, sizeof(why))) {
+		ret = cli_usage_error("trace", "%s", why);
+		goto out;
+	}
+	if (write_profile) {
+		err = outfile_open(&out, o->path);
+		if (err) {
+			pw_err("cannot write %s: %s\n", o->path, out.why);
+			goto out;
+		}
+	}
+	if (engine__start(e))
+		goto out;
+	err = engine__run(e, NULL);
+	if (err || engine__finish(e))
+		goto out;
+	if (r.print.err) {
+		pw_err("cannot write stdout: %s\n", strerror(-r.print.err));
+		goto out;
+	}
+	if (write_profile) {
+		err = writer->write(out.f, engine__profile(e));
+		if (err) {
+			pw_err("cannot write %s: %s\n", o->path ? o->path : "stdout",
+			       strerror(-err));
+			goto out;
+		}
+		err = outfile_commit(&out);
+		if (err) {
+			pw_err("cannot write %s: %s\n", o->path ? o->path : "stdout", out.why);
+			goto out;
+		}
+	}
+	if (print_summary(e, &t->set))
+		goto out;
+	ret = EXIT_OK;
+out:
+	if (ret != EXIT_OK && write_profile)
+		outfile_abort(&out);
+	engine__free(e);
+	return ret;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "latency", no_argument, NULL, OPT_LATENCY },
+		{ "print", no_argument, NULL, OPT_PRINT },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "list", required_argument, NULL, OPT_LIST },
+		{ 0 },
+	};
+	struct trace_opts t = { 0 };
+	struct cli_spec spec = { .name = "trace",
+				 .groups = CLI_SAMPLING | CLI_DURATION | CLI_COMMAND | CLI_OUTPUT |
+					   CLI_QUIET,
+				 .options = options,
+				 .shortopts = "l:",
+				 .handle = handle_option,
+				 .help = trace_help,
+				 .positional = take_probe,
+				 .target_optional = &t.listing,
+				 .ctx = &t };
+	struct cli_sampling s;
+	struct cli_output o;
+	int ret;
+
+	ret = cli_parse(argc, argv, &spec, &s, &o);
+	if (ret >= 0)
+		goto out;
+	if (t.list) {
+		ret = t.set.nprobes ? cli_usage_error("trace", "%s", "-l takes no probes")
+				    : trace_list(stdout, t.list, &s);
+		goto out;
+	}
+	if (!t.set.nprobes) {
+		ret = cli_usage_error("trace", "%s",
+				      "no probe given (e.g. tracepoint:syscalls:sys_enter_openat; "
+				      "list them with -l)");
+		goto out;
+	}
+	ret = run(&t, &s, &o);
+out:
+	probe_set_free(&t.set);
+	return ret;
+}
