@@ -122,7 +122,7 @@ static int resolve_tracepoint(struct probe_set *set, struct trace_probe *tp, cha
 		return fail(why, why_size, err, "'%s': %s", tp->spec.text, strerror(-err));
 	if (mounted) {
 		set->mounted_tracefs = true;
-		pw_debug("tracefs was not mounted: mounted it at %s\n", TRACEFS_DIR);
+		pw_debug("tracefs was not mounted: mounted it at %s, in a mount namespace of pywalk's own\n", TRACEFS_DIR);
 	}
 	n = tracefs_match(tp->spec.where, tp->spec.what, add_tracepoint, &c);
 	if (n < 0 || c.err)

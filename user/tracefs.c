@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* tracefs: detected by its magic number, mounted when absent, and its events directory
  * read for tracepoint names. */
+#define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -28,6 +30,18 @@ int tracefs_ensure(bool *mounted, char *why, size_t why_size)
 	*mounted = false;
 	if (is_tracefs(TRACEFS_DIR))
 		return 0;
+	/* mounted in a mount namespace of pywalk's own, so the host is left as it was: no
+	 * mount to undo at exit, none left behind if pywalk is killed (tracepoint ids are
+	 * the kernel's, the same from any namespace) */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		int err = -errno;
+
+		snprintf(why, why_size,
+			 "tracefs is not mounted and a private mount namespace to mount it in "
+			 "could not be made: %s (mount it: mount -t tracefs tracefs %s)",
+			 strerror(-err), TRACEFS_DIR);
+		return err;
+	}
 	if (mount("tracefs", TRACEFS_DIR, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
 		int err = -errno;
 

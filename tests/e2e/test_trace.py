@@ -495,3 +495,25 @@ def test_kprobe_is_refused_on_a_kernel_without_kprobes(pywalk, interp, start_tar
     assert r.stderr.splitlines() == [
         "pywalk: 'kprobe:do_sys_openat2': kprobes are not supported by this kernel (%s is "
         "absent: built without CONFIG_KPROBES); use a tracepoint: instead" % KPROBE_PMU]
+
+
+def tracefs_mounted():
+    with open("/proc/self/mountinfo") as f:
+        return any(" - tracefs " in line for line in f)
+
+
+@pytest.mark.core_only
+def test_tracefs_is_mounted_for_pywalk_alone(pywalk):
+    """A tracefs probe on a host without tracefs mounted: pywalk mounts it in a mount
+    namespace of its own, so the host has no new mount afterwards (nor after a kill)."""
+    was = tracefs_mounted()
+    if was:
+        subprocess.run(["umount", "/sys/kernel/tracing"], check=True)
+    try:
+        r = e2e.run_pywalk(["trace", "-l", "tracepoint:sched:sched_process_e*"])
+        assert r.returncode == 0 and "tracepoint:sched:sched_process_exec" in r.stdout, r
+        assert not tracefs_mounted(), "pywalk left tracefs mounted on the host"
+    finally:
+        if was and not tracefs_mounted():
+            subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"],
+                           check=True)
