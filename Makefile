@@ -73,6 +73,12 @@ $(O)/flame_html.h: user/assets/flame.html | $(O)
 	$(Q)cd user/assets && xxd -i flame.html > $(abspath $@).tmp
 	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
 $(O)/user/out_html.o: $(O)/flame_html.h
+# The SVG flame graph's script, embedded the same way.
+$(O)/flame_svg_js.h: user/assets/flame_svg.js | $(O)
+	$(call msg,GEN,$@)
+	$(Q)cd user/assets && xxd -i flame_svg.js > $(abspath $@).tmp
+	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
+$(O)/user/out_svg.o: $(O)/flame_svg_js.h
 
 # Syscall names and numbers of this architecture, for trace's syscalls:sys_enter_NAME
 # probes (they go by number through the raw sys_enter tracepoint: no tracefs needed).

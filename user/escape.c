@@ -187,7 +187,7 @@ int escape_folded(struct strbuf *sb, const char *s)
 	return err;
 }
 
-enum esc_syntax { ESC_UTF8, ESC_JSON, ESC_JSON_SCRIPT, ESC_HTML };
+enum esc_syntax { ESC_UTF8, ESC_JSON, ESC_JSON_SCRIPT, ESC_HTML, ESC_XML };
 
 #define REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
 
@@ -201,7 +201,10 @@ static const char *esc_for(enum esc_syntax syntax, uint32_t cp, char *buf)
 		 * allowed: it would cut or break the name there. U+FFFD keeps the rest. */
 		return cp ? NULL : REPLACEMENT;
 	}
-	if (syntax == ESC_HTML) {
+	if (syntax == ESC_HTML || syntax == ESC_XML) {
+		/* not characters XML 1.0 allows: a parser would reject the whole file */
+		if (syntax == ESC_XML && (cp == 0xfffe || cp == 0xffff))
+			return REPLACEMENT;
 		switch (cp) {
 		case '&': return "&amp;";
 		case '<': return "&lt;";
@@ -300,4 +303,9 @@ int escape_json_script(struct strbuf *sb, const char *s)
 int escape_html(struct strbuf *sb, const char *s)
 {
 	return escape_text(sb, s, ESC_HTML);
+}
+
+int escape_xml(struct strbuf *sb, const char *s)
+{
+	return escape_text(sb, s, ESC_XML);
 }

@@ -65,5 +65,8 @@ int escape_json_script(struct strbuf *sb, const char *s);
  * characters other than tab and newline as U+FFFD, except U+0000 which is shown as \x00;
  * the other unsafe code points as visible \uXXXX text (\UXXXXXXXX past U+FFFF). */
 int escape_html(struct strbuf *sb, const char *s);
+/* escape_html for XML 1.0 text (the SVG flame graph), which also has no U+FFFE or U+FFFF:
+ * those become U+FFFD. */
+int escape_xml(struct strbuf *sb, const char *s);
 
 #endif

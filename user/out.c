@@ -15,6 +15,7 @@ static const struct out_writer writers[] = {
 	{ "speedscope", ".json", out_speedscope_write },
 	{ "pprof", ".pb.gz", out_pprof_write },
 	{ "pprof", ".pprof", out_pprof_write },
+	{ "svg", ".svg", out_svg_write },
 };
 
 const struct out_writer *out_by_name(const char *name)
@@ -43,7 +44,15 @@ const struct out_writer *out_by_path(const char *path)
 	return NULL;
 }
 
+bool out_path_has_extension(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return strrchr(base, '.') > base;
+}
+
 const char *out_names(void)
 {
-	return "folded, html, speedscope, pprof";
+	return "folded, html, svg, speedscope, pprof";
 }

@@ -19,6 +19,8 @@ struct out_writer {
 const struct out_writer *out_by_name(const char *name);
 /* Writer for an output path by its extension; NULL when the extension says nothing. */
 const struct out_writer *out_by_path(const char *path);
+/* Does the path's last component have an extension ("x.svg", not "x" or ".hidden")? */
+bool out_path_has_extension(const char *path);
 /* Comma-separated list of format names, for help and error messages. */
 const char *out_names(void);
 
@@ -27,6 +29,7 @@ int out_folded_write(FILE *f, const struct profile *p);
 struct strbuf;
 int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct agg_frame *fr);
 int out_html_write(FILE *f, const struct profile *p);
+int out_svg_write(FILE *f, const struct profile *p);
 int out_speedscope_write(FILE *f, const struct profile *p);
 int out_pprof_write(FILE *f, const struct profile *p);
 

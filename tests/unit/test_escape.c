@@ -102,6 +102,14 @@ static void test_html_replaces_controls_keeps_text(void **state)
 	      "a\tb\nc" FFFD FFFD "\xe5\x87\xbd" FFFD);
 }
 
+/* XML 1.0 has no U+FFFE/U+FFFF (a parser rejects the file); the rest is escape_html's */
+static void test_xml_replaces_what_xml_forbids(void **state)
+{
+	(void)state;
+	check(escape_xml, "<a>&'\"\x01" ESCAPE_NUL "\xef\xbf\xbe\xef\xbf\xbf\xe2\x80\xae",
+	      "&lt;a&gt;&amp;&#39;&quot;" FFFD "\\x00" FFFD FFFD "\\u202e");
+}
+
 static void test_escapes_append_and_grow(void **state)
 {
 	struct strbuf sb = { 0 };
@@ -264,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_ordinary_text_stays_raw_in_every_syntax),
 		cmocka_unit_test(test_nul_in_internal_form_is_written_per_syntax),
 		cmocka_unit_test(test_folded_writes_malformed_bytes_as_hex),
+		cmocka_unit_test(test_xml_replaces_what_xml_forbids),
 	};
 
 	return cmocka_run_group_tests_name("escape", tests, NULL, NULL);

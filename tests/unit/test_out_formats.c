@@ -23,9 +23,10 @@ static void test_formats_by_name(void **state)
 	assert_ptr_equal(out_by_name("html")->write, out_html_write);
 	assert_ptr_equal(out_by_name("speedscope")->write, out_speedscope_write);
 	assert_ptr_equal(out_by_name("pprof")->write, out_pprof_write);
-	assert_null(out_by_name("svg"));
+	assert_ptr_equal(out_by_name("svg")->write, out_svg_write);
+	assert_null(out_by_name("bogus"));
 	assert_null(out_by_name(""));
-	assert_string_equal(out_names(), "folded, html, speedscope, pprof");
+	assert_string_equal(out_names(), "folded, html, svg, speedscope, pprof");
 }
 
 static void test_formats_by_extension(void **state)
@@ -40,6 +41,7 @@ static void test_formats_by_extension(void **state)
 	assert_string_equal(by_path("out.json"), "speedscope");
 	assert_string_equal(by_path("out.pb.gz"), "pprof");
 	assert_string_equal(by_path("cpu.pprof"), "pprof");
+	assert_string_equal(by_path("flame.svg"), "svg");
 	assert_string_equal(by_path("OUT.HTML"), "html"); /* case does not matter */
 }
 
@@ -48,11 +50,17 @@ static void test_formats_unknown_or_misleading_paths(void **state)
 	(void)state;
 	assert_null(by_path("out"));
 	assert_null(by_path("out.gz"));	    /* gzip of what? */
-	assert_null(by_path("out.svg"));
 	assert_null(by_path(".json"));	    /* a hidden file, not an extension */
 	assert_null(by_path("dir.html/out")); /* a directory's name says nothing */
 	assert_null(by_path("out.html/"));
 	assert_null(by_path(""));
+	/* an extension pywalk does not know is an error, no extension means folded */
+	assert_true(out_path_has_extension("out.gz"));
+	assert_true(out_path_has_extension("/tmp/a.b/out.x"));
+	assert_false(out_path_has_extension("out"));
+	assert_false(out_path_has_extension("/tmp/a.b/out"));
+	assert_false(out_path_has_extension(".hidden"));
+	assert_false(out_path_has_extension("/dev/stdout"));
 }
 
 int main(void)

@@ -8,6 +8,10 @@
 //     JSON object {"frames": [TEXT...], "searches": [QUERY...]}, zooms into each frame
 //     (found by label, as it is or as shown) and reads what the page then shows of it:
 //     breadcrumbs, its tooltip and every canvas label drawn; then runs each search
+//   node browser_check.js svg FILE.svg SHOT.png CLICK SEARCH
+//     loads pywalk's SVG flame graph: errors, the elements and scripts in the document,
+//     the boxes drawn, a real click on the first box whose label starts with CLICK (then
+//     what is shown), a search for SEARCH through the Search prompt, then Reset zoom
 //   node browser_check.js speedscope URL SHOT.png
 //     loads speedscope (URL carries #profileURL=...): errors, title, visible text
 "use strict";
@@ -128,6 +132,54 @@ async function flame(file, shot, searchText, clickText, probes) {
   });
 }
 
+// What the SVG shows now: boxes drawn (not hidden, with a width) and their labels.
+function svgState() {
+  const shown = Array.from(document.querySelectorAll("g.f")).filter(
+    (g) => g.style.display !== "none" && g.querySelector("rect").getBBox().width > 0);
+  return {
+    visible: shown.length,
+    texts: shown.map((g) => g.querySelector("text").textContent).filter((t) => t),
+    highlighted: shown.filter((g) => g.querySelector("rect").getAttribute("fill") ===
+      "rgb(230,0,230)").length,
+  };
+}
+
+async function svg(file, shot, clickText, searchText) {
+  return withPage(async (page, out) => {
+    await page.goto("file://" + path.resolve(file));
+    await page.waitForFunction(() => window.pywalkSvg !== undefined, null, { timeout: 30000 });
+    out.pwned = await page.evaluate(() => typeof window.__pwned);
+    out.elements = await page.evaluate(() => Array.from(new Set(
+      Array.from(document.getElementsByTagName("*")).map((e) => e.namespaceURI + " " + e.localName))));
+    out.scripts = await page.evaluate(() => document.getElementsByTagName("script").length);
+    out.boxes = await page.evaluate(() => document.querySelectorAll("g.f").length);
+    out.rootWidth = await page.evaluate(() =>
+      document.querySelector('g.f[data-d="0"] rect').getBoundingClientRect().width);
+    out.before = await page.evaluate(svgState);
+    const i = await page.evaluate((t) => Array.from(document.querySelectorAll("g.f")).findIndex(
+      (g) => g.querySelector("title").textContent.startsWith(t)), clickText);
+    if (i >= 0) {
+      const g = page.locator("g.f").nth(i);
+      out.clickTarget = await g.locator("title").textContent();
+      await g.locator("rect").click();
+      out.zoomed = await page.evaluate(() => window.pywalkSvg.zoomed());
+      out.zoomedWidth = await g.locator("rect").evaluate((r) => +r.getAttribute("width"));
+      out.zoomedText = await g.locator("text").textContent();
+      out.afterZoom = await page.evaluate(svgState);
+    }
+    page.once("dialog", (d) => d.accept(searchText));
+    await page.locator("#search").click();
+    await page.waitForFunction(() => window.pywalkSvg.matched() !== null, null, { timeout: 10000 });
+    out.matched = await page.evaluate(() => window.pywalkSvg.matched());
+    out.matchText = await page.textContent("#matched");
+    out.afterSearch = await page.evaluate(svgState);
+    await page.screenshot({ path: shot });
+    await page.locator("#reset").click();
+    out.afterReset = await page.evaluate(svgState);
+    out.zoomedAfterReset = await page.evaluate(() => window.pywalkSvg.zoomed());
+  });
+}
+
 async function speedscope(url, shot) {
   return withPage(async (page, out) => {
     await page.goto(url);
@@ -149,8 +201,9 @@ async function speedscope(url, shot) {
 (async () => {
   const [mode, target, shot, a, b, c] = process.argv.slice(2);
   const out = mode === "flame" ? await flame(target, shot, a, b, c)
+    : mode === "svg" ? await svg(target, shot, a, b)
     : mode === "speedscope" ? await speedscope(target, shot)
     : null;
-  if (!out) throw new Error("usage: browser_check.js flame|speedscope TARGET SHOT [...]");
+  if (!out) throw new Error("usage: browser_check.js flame|svg|speedscope TARGET SHOT [...]");
   process.stdout.write(JSON.stringify(out) + "\n");
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
