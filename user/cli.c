@@ -90,7 +90,8 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"Output:\n"
 			"  -o, --output FILE      write the profile to FILE (default: stdout)\n"
 			"  -f, --format FMT       %s\n"
-			"                         (default: by FILE's extension, else folded)\n",
+			"                         (default: by FILE's extension; none, or stdout:\n"
+			"                         folded)\n",
 			out_names());
 }
 
@@ -251,8 +252,17 @@ static int check(const struct cli_spec *spec, const struct cli_sampling *s,
 			return cli_usage_error(cmd, "%s",
 					       "--subprocesses needs -p PID or a command, not --all");
 	}
-	if (o && o->format && !out_by_name(o->format))
-		return cli_usage_error(cmd, "unknown format '%s'", o->format);
+	/* a name pywalk does not know is a mistake to say, not a reason to write folded */
+	if (o && (o->format ? !out_by_name(o->format) :
+			      o->path && out_path_has_extension(o->path) && !out_by_path(o->path))) {
+		char why[256];
+
+		snprintf(why, sizeof(why),
+			 o->format ? "unknown format '%%s' (formats: %s)" :
+				     "no format has the extension of '%%s' (formats: %s; or give -f)",
+			 out_names());
+		return cli_usage_error(cmd, why, o->format ? o->format : o->path);
+	}
 	return -1;
 }
 

@@ -50,6 +50,7 @@ static void record_help(FILE *f)
 		"    pywalk record -p 4242 -d 10 -o out.folded     # 10 s of PID 4242\n"
 		"    pywalk record -F 999 -- python3 app.py --flag # a command, to its end\n"
 		"    pywalk record --all -d 30 -o all.html         # every Python process\n"
+		"    pywalk record -p 4242 -d 30 -o flame.svg      # a flame graph image\n"
 		"    pywalk record --subprocesses -- make test     # a build and its Pythons\n"
 		"    pywalk record -p 1,2 --threads -d 30          # two processes, per thread\n\n"
 		"Exit status: 0 ok (also after Ctrl-C: the profile is written), 1 runtime failure,\n"
