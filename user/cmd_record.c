@@ -18,7 +18,12 @@
 #include "progress.h"
 #include "util.h"
 
-enum { OPT_THREADS = 0x2000 };
+enum { OPT_THREADS = 0x2000, OPT_FUNCTION };
+
+/* record's own options */
+struct record_opts {
+	bool threads, function;
+};
 
 static void record_help(FILE *f)
 {
@@ -32,7 +37,10 @@ static void record_help(FILE *f)
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
 	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT, 0);
-	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n");
+	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n"
+		   "      --function         a frame per function, not per line: the calls of a\n"
+		   "                         function from several lines are one box, shown at\n"
+		   "                         its first line (py-spy's --nolineno)\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -59,12 +67,15 @@ static void record_help(FILE *f)
 
 static int handle_option(void *ctx, int opt, const char *arg)
 {
-	bool *threads = ctx;
+	struct record_opts *ro = ctx;
 
 	(void)arg;
-	if (opt != OPT_THREADS)
+	if (opt == OPT_THREADS)
+		ro->threads = true;
+	else if (opt == OPT_FUNCTION)
+		ro->function = true;
+	else
 		return 1;
-	*threads = true;
 	return 0;
 }
 
@@ -88,16 +99,17 @@ int cmd_record(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "threads", no_argument, NULL, OPT_THREADS },
+		{ "function", no_argument, NULL, OPT_FUNCTION },
 		{ 0 },
 	};
-	bool threads = false;
+	struct record_opts ro = { 0 };
 	struct cli_spec spec = { .name = "record",
 				 .groups = CLI_SAMPLING | CLI_DURATION | CLI_COMMAND | CLI_OUTPUT |
 					   CLI_QUIET,
 				 .options = options,
 				 .handle = handle_option,
 				 .help = record_help,
-				 .ctx = &threads };
+				 .ctx = &ro };
 	struct cli_sampling s;
 	struct cli_output o;
 	struct record_run run = { 0 };
@@ -120,7 +132,8 @@ int cmd_record(int argc, char **argv)
 
 	e = engine__new(&(struct engine_opts){
 		.sampling = &s,
-		.profile = { .by_thread = threads,
+		.profile = { .by_thread = ro.threads,
+			     .by_function = ro.function,
 			     .by_process = s.npids > 1 || s.all } });
 	if (!e)
 		return EXIT_FAIL;

@@ -195,11 +195,15 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 	uint64_t hash = hash_mix64((uint64_t)sym * 0x9e3779b97f4a7c15ull ^ instr);
 	struct frame_cache_entry e;
 	int64_t id = intern_find(&p->fcache, hash, &k), fid;
+	uint32_t func;
 
 	if (id >= 0)
 		return ((const struct frame_cache_entry *)intern_at(&p->fcache, (size_t)id))->frame_id;
-	fid = agg__frame_id(p->agg, symtab__func(p->symtab, sym),
-			    symtab__line(p->symtab, sym, instr));
+	func = symtab__func(p->symtab, sym);
+	/* by function: every line of a function is one frame, named by where it starts */
+	fid = agg__frame_id(p->agg, func,
+			    p->opts.by_function ? symtab__func_firstline(p->symtab, func) :
+						  symtab__line(p->symtab, sym, instr));
 	if (fid < 0)
 		return fid;
 	/* a cache, not the profile: starting over costs only lookups */

@@ -28,6 +28,8 @@ struct profile_opts {
 	bool by_thread;	     /* writers add a root frame per thread */
 	bool by_process;     /* writers add a root frame per process (turned on when a
 			      * second process has samples) */
+	bool by_function;    /* a frame is its function, at its first line, not the line
+			      * running: one box per function (--function) */
 	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */
 	/* trace: its probes by id (index 0 unused; the strings outlive the profile), and
 	 * whether a probe's hits weigh nanoseconds (--latency) rather than count once.

@@ -35,3 +35,49 @@ def test_unknown_extension_lists_the_formats_and_writes_nothing(tmp_path):
     assert r.stderr == ("pywalk: no format has the extension of '%s' (formats: %s; or give -f)\n"
                         % (out, FORMATS) + TRY)
     assert os.listdir(tmp_path) == []
+
+
+# --- --function ----------------------------------------------------------------------
+
+PUBLISHER = os.path.join(e2e.TARGETS_DIR, "publisher.py")
+
+
+def record_publisher(tmp_path, name, *extra):
+    out = str(tmp_path / name)
+    r = run(["record", "-F", 499, "-o", out] + list(extra) + ["--", sys.executable, PUBLISHER, 2])
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def lines_of(rows):
+    """{function of publisher.py: the lines it is shown at}."""
+    lines = {}
+    for frames, _ in rows:
+        for fr in frames:
+            py = e2e.parse_py_frame(fr)
+            if py and py[1] == PUBLISHER:
+                lines.setdefault(py[0], set()).add(py[2])
+    return lines
+
+
+def test_function_merges_the_lines_of_a_function(tmp_path):
+    """By line, main is a frame per line it calls from (three sibling boxes, each with its
+    own Publisher.publish above it); with --function each function is one frame at its
+    def line, in folded and SVG alike."""
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        pytest.skip("recording needs root and kernel BTF")
+    by_line, _ = record_publisher(tmp_path, "line.folded")
+    lines = lines_of(e2e.parse_folded(by_line))
+    assert {31, 32, 33} <= lines["main"] and {24, 25} <= lines["Publisher.publish"], lines
+
+    folded, r = record_publisher(tmp_path, "func.folded", "--function")
+    rows = e2e.parse_folded(folded)
+    assert lines_of(rows) == {"<module>": {1}, "main": {28}, "Publisher.publish": {23},
+                              "deliver": {16}}, lines_of(rows)
+    e2e.check_folded_total(r.stderr, rows)
+
+    svg, _ = record_publisher(tmp_path, "func.svg", "--function")
+    with open(svg, encoding="utf-8") as f:
+        text = f.read()
+    assert text.count("<title>main (%s:28)\n" % PUBLISHER) == 1
+    assert text.count("<title>Publisher.publish (%s:23)\n" % PUBLISHER) == 1

@@ -165,12 +165,39 @@ static void test_svg_pair_for_e2e(void **state)
 	fx_free(fx);
 }
 
+/* --function: the boxes of one function called from several lines of its caller are one box
+ * holding their samples; by line they are siblings. */
+static void test_svg_by_function_merges_sibling_boxes(void **state)
+{
+	(void)state;
+	for (int by_function = 0; by_function < 2; by_function++) {
+		struct fx *fx = fx_new(&(struct profile_opts){ .by_function = by_function }, "p");
+		uint64_t m = fx_code(fx, "main", "/app.py", 1), pub[3];
+		size_t len;
+		char *svg;
+
+		for (int i = 0; i < 3; i++) {
+			pub[i] = fx_code(fx, "Publisher.publish", "/app.py", 10 + i);
+			fx_sample(fx, 0, (uint64_t[]){ m, pub[i] }, 2, 5);
+		}
+		svg = fx_write(fx, out_svg_write, &len);
+		assert_non_null(svg);
+		assert_int_equal(count(svg, "<title>Publisher.publish ("), by_function ? 1 : 3);
+		if (by_function)
+			assert_non_null(strstr(svg, "<title>Publisher.publish (/app.py:10)\n"
+						    "15 samples (100.00%)</title>"));
+		free(svg);
+		fx_free(fx);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_svg_flame_graph_boxes_and_tooltips),
 		cmocka_unit_test(test_svg_leaves_out_thin_boxes),
 		cmocka_unit_test(test_svg_hostile_names_stay_text),
+		cmocka_unit_test(test_svg_by_function_merges_sibling_boxes),
 		cmocka_unit_test(test_svg_pair_for_e2e),
 	};
 
