@@ -241,6 +241,15 @@ void calltree_free(struct calltree *t)
 	memset(t, 0, sizeof(*t));
 }
 
+size_t calltree_nstacks(const struct calltree *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nnodes; i++)
+		n += t->nodes[i].self > 0;
+	return n;
+}
+
 static int cmp_rank(const void *a, const void *b, void *ctx)
 {
 	const struct calltree *t = ctx;

@@ -50,6 +50,9 @@ struct calltree {
 int calltree_build(struct calltree *t, const struct profile *p);
 void calltree_free(struct calltree *t);
 
+/* Distinct stacks as the writers show them: nodes where samples ended. */
+size_t calltree_nstacks(const struct calltree *t);
+
 /* Every node id once, parents before children and siblings in label order (as
  * flamegraph.pl sorts them, so equal profiles give equal files), into a malloc'ed array
  * of t->nnodes ids that the caller frees. NULL on ENOMEM. */

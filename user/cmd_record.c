@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calltree.h"
 #include "cli.h"
 #include "cmd.h"
 #include "engine.h"
@@ -95,6 +96,27 @@ static int record_tick(void *ctx, struct engine *e, uint64_t now_ns)
 	return 0;
 }
 
+/* "pywalk: wrote FILE (N stacks, M samples)": what the file holds, counted as the writers
+ * show it (distinct stacks of the call tree). */
+static void print_written(const struct profile *p, const char *path)
+{
+	struct calltree t = { 0 };
+	char stacks[32], samples[32];
+
+	if (log_level < LOG_INFO)
+		return;
+	if (!calltree_build(&t, p)) {
+		size_t n = calltree_nstacks(&t);
+		uint64_t total = t.nodes[0].total;
+
+		pw_info("wrote %s (%s stack%s, %s sample%s)\n",
+			!path || !strcmp(path, "-") ? "stdout" : path,
+			fmt_count(n, stacks, sizeof(stacks)), n == 1 ? "" : "s",
+			fmt_count(total, samples, sizeof(samples)), total == 1 ? "" : "s");
+	}
+	calltree_free(&t);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -169,6 +191,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	engine__print_summary(e, &counts);
+	print_written(prof, o.path);
 	if (!agg__total(profile__agg(prof)))
 		pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
 			"was the target idle?)\n");

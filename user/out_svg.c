@@ -130,20 +130,6 @@ static void color(const struct svg *s, uint32_t id, char *buf, size_t size)
 		 (unsigned int)((h >> 8) % 231), (unsigned int)((h >> 16) % 56));
 }
 
-/* "1,234" */
-static void thousands(uint64_t v, char *buf, size_t size)
-{
-	char digits[32];
-	size_t n = (size_t)snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), o = 0;
-
-	for (size_t i = 0; i < n && o + 2 < size; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = 0;
-}
-
 static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 {
 	const struct calltree_node *n = &s->t->nodes[id];
@@ -154,7 +140,7 @@ static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 
 	x = SIDE + (total ? (double)s->start[id] * INNER_W / (double)total : 0);
 	y = height - PAD_BOTTOM - (double)(n->depth + 1) * FRAME_H;
-	thousands(n->total, count, sizeof(count));
+	fmt_count(n->total, count, sizeof(count));
 	color(s, id, fill, sizeof(fill));
 	err = make_label(s, id);
 	if (!err)
@@ -183,7 +169,7 @@ static void write_head(FILE *f, double height, uint64_t total)
 {
 	char count[32];
 
-	thousands(total, count, sizeof(count));
+	fmt_count(total, count, sizeof(count));
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
 		"<!-- pywalk %s: flame graph, root at the bottom; click a box to zoom -->\n"

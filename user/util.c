@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Checked parsing, array growth and hashing shared by the modules. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -148,4 +149,20 @@ uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+char *fmt_count(uint64_t v, char *buf, size_t size)
+{
+	char digits[24];
+	size_t n = (size_t)snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), o = 0;
+
+	if (!size)
+		return buf;
+	for (size_t i = 0; i < n && o + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = 0;
+	return buf;
 }

@@ -33,6 +33,9 @@ static inline uint64_t hash_mix64(uint64_t x)
 	return x;
 }
 
+/* v with thousands separators ("1,234,567") into buf; 32 bytes are enough. Returns buf. */
+char *fmt_count(uint64_t v, char *buf, size_t size);
+
 uint64_t hash_bytes(const void *data, size_t len, uint64_t seed);
 
 uint64_t now_ns(void);

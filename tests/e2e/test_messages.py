@@ -81,3 +81,22 @@ def test_function_merges_the_lines_of_a_function(tmp_path):
         text = f.read()
     assert text.count("<title>main (%s:28)\n" % PUBLISHER) == 1
     assert text.count("<title>Publisher.publish (%s:23)\n" % PUBLISHER) == 1
+
+
+# --- the line per file written -------------------------------------------------------
+
+def test_wrote_line_names_the_file_its_stacks_and_samples(tmp_path):
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        pytest.skip("recording needs root and kernel BTF")
+    folded, r = record_publisher(tmp_path, "out.folded")
+    rows = e2e.parse_folded(folded)
+    want = "pywalk: wrote %s ({:,} stacks, {:,} samples)\n".format(
+        len(rows), sum(n for _, n in rows)) % folded
+    assert r.stderr.endswith(want), r.stderr
+    assert sum(n for _, n in rows) > 0
+    # one line per file, whatever the format; none with -q
+    svg, r = record_publisher(tmp_path, "out.svg")
+    assert re.search(r"\npywalk: wrote %s \(\d+ stacks, [\d,]+ samples\)\n$" % re.escape(svg),
+                     r.stderr), r.stderr
+    _, r = record_publisher(tmp_path, "quiet.folded", "-q")
+    assert r.stderr == ""

@@ -49,12 +49,26 @@ static void test_size_outside_its_range_or_overflowing_is_refused(void **state)
 	assert_int_equal(parse_size("99999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
 }
 
+static void test_fmt_count_groups_thousands(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(fmt_count(0, buf, sizeof(buf)), "0");
+	assert_string_equal(fmt_count(999, buf, sizeof(buf)), "999");
+	assert_string_equal(fmt_count(1234, buf, sizeof(buf)), "1,234");
+	assert_string_equal(fmt_count(123456, buf, sizeof(buf)), "123,456");
+	assert_string_equal(fmt_count(1234567, buf, sizeof(buf)), "1,234,567");
+	assert_string_equal(fmt_count(UINT64_MAX, buf, sizeof(buf)), "18,446,744,073,709,551,615");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_size_takes_bytes_and_binary_suffixes),
 		cmocka_unit_test(test_size_refuses_what_is_not_a_size),
 		cmocka_unit_test(test_size_outside_its_range_or_overflowing_is_refused),
+		cmocka_unit_test(test_fmt_count_groups_thousands),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
