@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "calltree.h"
 #include "cli.h"
@@ -62,8 +63,12 @@ static void record_help(FILE *f)
 		"    pywalk record -p 4242 -d 30 -o flame.svg      # a flame graph image\n"
 		"    pywalk record --subprocesses -- make test     # a build and its Pythons\n"
 		"    pywalk record -p 1,2 --threads -d 30          # two processes, per thread\n\n"
+		"With -d, a COMMAND still running when the time is up is stopped (SIGTERM), and\n"
+		"the end says so.\n\n"
 		"Exit status: 0 ok (also after Ctrl-C: the profile is written), 1 runtime failure,\n"
-		"2 usage error.\n");
+		"2 usage error. A COMMAND that exits non-zero or is killed by a signal is said so\n"
+		"in one line, and its status is pywalk's: the same number, or 128+N for signal N\n"
+		"(as a shell and time(1) give it). The profile is written either way.\n");
 }
 
 static int handle_option(void *ctx, int opt, const char *arg)
@@ -115,6 +120,38 @@ static void print_written(const struct profile *p, const char *path)
 			fmt_count(total, samples, sizeof(samples)), total == 1 ? "" : "s");
 	}
 	calltree_free(&t);
+}
+
+/* The launched command's end, in one line, and the exit status that passes it on: its
+ * own failure is not hidden behind pywalk's 0. */
+static int command_end(struct engine *e, const struct cli_sampling *s)
+{
+	int status = 0;
+
+	switch (engine__end_command(e, &status)) {
+	case ENGINE_CMD_EXITED:
+		if (WIFEXITED(status) && WEXITSTATUS(status)) {
+			pw_err("command exited with status %d\n", WEXITSTATUS(status));
+			return WEXITSTATUS(status);
+		}
+		if (WIFSIGNALED(status)) {
+			pw_err("command was killed by signal %d (%s)\n", WTERMSIG(status),
+			       strsignal(WTERMSIG(status)));
+			return 128 + WTERMSIG(status);
+		}
+		return EXIT_OK;
+	case ENGINE_CMD_STOPPED:
+		if (s->duration_ms && !engine__interrupted(e)) {
+			uint64_t ms = s->duration_ms;
+
+			pw_info("stopped the command (SIGTERM): -d %llu%s is over\n",
+				(unsigned long long)(ms % 1000 ? ms : ms / 1000), ms % 1000 ? "ms" : "s");
+		} else {
+			pw_info("stopped the command (SIGTERM)\n");
+		}
+		return EXIT_OK;
+	}
+	return EXIT_OK;
 }
 
 int cmd_record(int argc, char **argv)
@@ -195,7 +232,7 @@ int cmd_record(int argc, char **argv)
 	if (!agg__total(profile__agg(prof)))
 		pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
 			"was the target idle?)\n");
-	ret = EXIT_OK;
+	ret = command_end(e, &s);
 out:
 	if (ret != EXIT_OK)
 		outfile_abort(&out);

@@ -546,6 +546,18 @@ bool engine__sampling(const struct engine *e)
 	return discover__nactive(e->disc) + discover__nwatched(e->disc) > 0;
 }
 
+int engine__end_command(struct engine *e, int *status)
+{
+	if (!e->launched)
+		return ENGINE_CMD_NONE;
+	if (launch_poll_exit(&e->child)) {
+		*status = e->child.status;
+		return ENGINE_CMD_EXITED;
+	}
+	launch_kill(&e->child);
+	return ENGINE_CMD_STOPPED;
+}
+
 bool engine__interrupted(const struct engine *e)
 {
 	(void)e;

@@ -69,6 +69,11 @@ int engine__run(struct engine *e, const struct engine_hook *hook);
  * the profile agree. Idempotent. 0 or a negative errno (printed). */
 int engine__finish(struct engine *e);
 
+/* The launched command at the end of a run: ENGINE_CMD_EXITED when it ended by itself
+ * (*status: its wait status), ENGINE_CMD_STOPPED when it was still running and has now been
+ * stopped (SIGTERM) and reaped, ENGINE_CMD_NONE when there is no command. */
+enum { ENGINE_CMD_NONE, ENGINE_CMD_EXITED, ENGINE_CMD_STOPPED };
+int engine__end_command(struct engine *e, int *status);
 /* Was the run ended by a signal? */
 bool engine__interrupted(const struct engine *e);
 /* Did a SIGHUP ask for a reload since the last call (with hup_reloads)? */

@@ -68,7 +68,7 @@ def test_function_merges_the_lines_of_a_function(tmp_path):
         pytest.skip("recording needs root and kernel BTF")
     by_line, _ = record_publisher(tmp_path, "line.folded")
     lines = lines_of(e2e.parse_folded(by_line))
-    assert {31, 32, 33} <= lines["main"] and {24, 25} <= lines["Publisher.publish"], lines
+    assert {32, 33, 34} <= lines["main"] and {24, 25} <= lines["Publisher.publish"], lines
 
     folded, r = record_publisher(tmp_path, "func.folded", "--function")
     rows = e2e.parse_folded(folded)
@@ -100,3 +100,60 @@ def test_wrote_line_names_the_file_its_stacks_and_samples(tmp_path):
                      r.stderr), r.stderr
     _, r = record_publisher(tmp_path, "quiet.folded", "-q")
     assert r.stderr == ""
+
+
+# --- a launched command's end ----------------------------------------------------------
+
+def need_root():
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        pytest.skip("recording needs root and kernel BTF")
+
+
+def record_command(tmp_path, code, *extra):
+    return run(["record", "-F", 199, "-o", tmp_path / "out.folded"] + list(extra)
+               + ["--", sys.executable, "-c", code], timeout=60)
+
+
+@pytest.mark.parametrize("code, status, line", [
+    ("import sys; sum(range(10**6)); sys.exit(3)", 3, "pywalk: command exited with status 3\n"),
+    ("import os; sum(range(10**6)); os.kill(os.getpid(), 9)", 137,
+     "pywalk: command was killed by signal 9 (Killed)\n"),
+    ("import os; os.kill(os.getpid(), 15)", 143,
+     "pywalk: command was killed by signal 15 (Terminated)\n"),
+])
+def test_command_failure_is_said_and_passed_on(tmp_path, code, status, line):
+    need_root()
+    r = record_command(tmp_path, code)
+    assert r.returncode == status, r.stderr
+    assert r.stderr.endswith(line) and r.stderr.count(line) == 1, r.stderr
+    assert os.path.exists(tmp_path / "out.folded")  # the profile is written either way
+    # the line is not a summary: -q keeps it, alone
+    r = record_command(tmp_path, code, "-q")
+    assert (r.returncode, r.stderr) == (status, line)
+
+
+def test_command_that_succeeds_exits_0_without_a_line(tmp_path):
+    need_root()
+    r = record_command(tmp_path, "sum(range(10**6))")
+    assert r.returncode == 0, r.stderr
+    assert "pywalk: command" not in r.stderr and "stopped" not in r.stderr, r.stderr
+
+
+def test_duration_stops_the_command_and_says_so(tmp_path):
+    need_root()
+    r = record_command(tmp_path, "import time; time.sleep(60)", "-d", "1")
+    assert r.returncode == 0, r.stderr
+    line = "pywalk: stopped the command (SIGTERM): -d 1s is over\n"
+    assert r.stderr.endswith(line) and r.stderr.count(line) == 1, r.stderr
+    r = record_command(tmp_path, "import time; time.sleep(60)", "-d", "300ms")
+    assert r.stderr.endswith("pywalk: stopped the command (SIGTERM): -d 300ms is over\n")
+
+
+def test_help_documents_the_command_status_and_d():
+    r = run(["record", "--help"])
+    assert r.returncode == 0
+    assert ("With -d, a COMMAND still running when the time is up is stopped (SIGTERM), and\n"
+            "the end says so.\n") in r.stdout
+    assert ("2 usage error. A COMMAND that exits non-zero or is killed by a signal is said so\n"
+            "in one line, and its status is pywalk's: the same number, or 128+N for signal N\n"
+            "(as a shell and time(1) give it).") in r.stdout
