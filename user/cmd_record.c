@@ -154,6 +154,63 @@ static int command_end(struct engine *e, const struct cli_sampling *s)
 	return EXIT_OK;
 }
 
+/* Nothing counted: say which bucket took the samples and what to do about it, rather
+ * than guess that the target was idle. */
+static void warn_no_stacks(const struct engine_counts *c, const struct cli_sampling *s)
+{
+	uint64_t taken = c->runs - c->outcomes[PW_OUT_NOT_TARGET], rejected;
+	char n[32], m[32], why[160];
+	int worst;
+
+	rejected = engine_rejected(c->outcomes, &worst);
+	if (c->outcomes[PW_OUT_SHIPPED]) {
+		pw_warn("no Python stacks were captured: none of the %s shipped could be counted "
+			"(see above)\n", fmt_count(c->outcomes[PW_OUT_SHIPPED], n, sizeof(n)));
+		return;
+	}
+	if (!rejected || rejected < c->outcomes[PW_OUT_LOST] ||
+	    c->outcomes[worst] < c->outcomes[PW_OUT_NO_TSTATE] + c->outcomes[PW_OUT_EMPTY]) {
+		if (c->outcomes[PW_OUT_LOST] && c->outcomes[PW_OUT_LOST] >= rejected)
+			pw_warn("no Python stacks were captured: %s samples were lost (ring buffer "
+				"full; lower -F)\n", fmt_count(c->outcomes[PW_OUT_LOST], n, sizeof(n)));
+		else
+			pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
+				"was the target idle?)\n");
+		return;
+	}
+	switch (worst) {
+	case PW_OUT_DEPTH:
+		snprintf(why, sizeof(why), "stack deeper than --max-depth %u; raise --max-depth",
+			 s->max_depth);
+		break;
+	case PW_OUT_TORN:
+		snprintf(why, sizeof(why), "the walk never ended at the interpreter's entry frame");
+		break;
+	case PW_OUT_CYCLE:
+		snprintf(why, sizeof(why), "the frame chain loops");
+		break;
+	case PW_OUT_READ_FAULT:
+		snprintf(why, sizeof(why), "the target's memory could not be read");
+		break;
+	default:
+		snprintf(why, sizeof(why), "a frame failed its checks");
+		break;
+	}
+	/* the walker's own refusals are pywalk's to fix, not the user's */
+	if (worst != PW_OUT_DEPTH)
+		strncat(why, "; please report it with the Python version",
+			sizeof(why) - strlen(why) - 1);
+	if (c->outcomes[worst] == taken)
+		pw_warn("no Python stacks were captured: all %s sample%s rejected: %s (%s)\n",
+			fmt_count(taken, n, sizeof(n)), taken == 1 ? " was" : "s were",
+			engine_outcome_label(worst, true), why);
+	else
+		pw_warn("no Python stacks were captured: %s of %s samples were rejected, most: "
+			"%s (%s)\n",
+			fmt_count(rejected, n, sizeof(n)), fmt_count(taken, m, sizeof(m)),
+			engine_outcome_label(worst, true), why);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -230,8 +287,7 @@ int cmd_record(int argc, char **argv)
 	engine__print_summary(e, &counts);
 	print_written(prof, o.path);
 	if (!agg__total(profile__agg(prof)))
-		pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
-			"was the target idle?)\n");
+		warn_no_stacks(&counts, &s);
 	ret = command_end(e, &s);
 out:
 	if (ret != EXIT_OK)

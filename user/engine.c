@@ -81,6 +81,16 @@ static const char *const counter_labels[] = {
 #undef PW_X_LABEL
 };
 
+/* What a bucket of the summary means, where its name alone does not say (README's words). */
+static const char *const outcome_hints[PW_OUT__COUNT] = {
+	[PW_OUT_NOT_TARGET] = "other processes and idle CPUs",
+	[PW_OUT_NO_TSTATE] = "a thread of the target that runs no Python",
+	[PW_OUT_EMPTY] = "a thread state with no frames",
+	[PW_OUT_TORN] = "walk did not reach the base/entry frame, or left the data stack",
+	[PW_OUT_DEPTH] = "deeper than --max-depth; never truncated",
+	[PW_OUT_BAD_FRAME] = "impossible owner, NULL code",
+};
+
 /* Reject reasons are the outcomes labelled so; a new reason added to PW_OUTCOMES is
  * summed without touching this file. */
 #define REJECTED_PREFIX "rejected: "
@@ -811,12 +821,19 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 	if (e->off)
 		print_offcpu_summary(e, c);
 	if (e->s.mode != CLI_MODE_OFFCPU) {
-		fprintf(stderr, "pywalk: %llu perf events, accounted as:\n",
-			(unsigned long long)c->runs);
-		for (int i = 0; i < PW_OUT__COUNT; i++)
-			if (i != PW_OUT_FILTERED) /* the sampler has no --filter */
-				fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
-					(unsigned long long)c->outcomes[i]);
+		fprintf(stderr, "pywalk: %llu perf event%s, accounted as:\n",
+			(unsigned long long)c->runs, c->runs == 1 ? "" : "s");
+		/* the buckets that counted something (all of them with -v): they add up to the
+		 * total; the sampler has no --filter */
+		for (int i = 0; i < PW_OUT__COUNT; i++) {
+			if (i == PW_OUT_FILTERED || (!c->outcomes[i] && log_level < LOG_DEBUG))
+				continue;
+			fprintf(stderr, "  %-26s %10llu", engine_outcome_label(i, false),
+				(unsigned long long)c->outcomes[i]);
+			if (outcome_hints[i])
+				fprintf(stderr, "   (%s)", outcome_hints[i]);
+			fprintf(stderr, "\n");
+		}
 	}
 	engine__print_details(e, c);
 }
@@ -831,11 +848,12 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		return;
 	if (dropped)
 		fprintf(stderr,
-			"pywalk: of the shipped stacks, %llu were not counted: %llu unsymbolizable "
+			"pywalk: of the shipped stacks, %llu %s not counted: %llu unsymbolizable "
 			"(code object unreadable, e.g. process exited), %llu stale (code object "
 			"freed and its address reused), %llu malformed, %llu of untracked "
 			"processes\n",
-			(unsigned long long)dropped, (unsigned long long)d->unsymbolized,
+			(unsigned long long)dropped, dropped == 1 ? "was" : "were",
+			(unsigned long long)d->unsymbolized,
 			(unsigned long long)d->stale, (unsigned long long)d->malformed,
 			(unsigned long long)d->unknown_pid);
 	if (!ds)
@@ -843,9 +861,11 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)
 		skipped += ds->skipped[i];
 	if (ds->targets > 1 || skipped || e->s.all || e->s.subprocesses) {
-		fprintf(stderr, "pywalk: %llu processes sampled (%llu fork children inherited "
-				"their parent's interpreter)",
-			(unsigned long long)ds->targets, (unsigned long long)ds->inherited);
+		fprintf(stderr, "pywalk: %llu process%s sampled (%llu fork %s inherited %s parent's "
+				"interpreter)",
+			(unsigned long long)ds->targets, ds->targets == 1 ? "" : "es",
+			(unsigned long long)ds->inherited, ds->inherited == 1 ? "child" : "children",
+			ds->inherited == 1 ? "its" : "their");
 		if (skipped) {
 			const char *sep = "; skipped: ";
 

@@ -23,6 +23,8 @@ if TARGETS_DIR not in sys.path:
 import known_shape_expected as ks  # noqa: E402  (needs the path above)
 
 # Every bucket of the accounting summary (CLI contract); their sum is the event count.
+# pywalk prints the buckets that counted something (all with -v); parse_summary gives the
+# others as 0.
 SUMMARY_LABELS = (
     "shipped",
     "not a target process",
@@ -36,8 +38,9 @@ SUMMARY_LABELS = (
     "rejected: bad frame",
     "lost (ring buffer full)",
 )
-SUMMARY_HEAD_RE = re.compile(r"^pywalk: (\d+) perf events, accounted as:\s*$")
-SUMMARY_ROW_RE = re.compile(r"^\s+(.+?)\s+(\d+)$")
+SUMMARY_HEAD_RE = re.compile(r"^pywalk: (\d+) perf events?, accounted as:\s*$")
+# "  LABEL   COUNT", then for some buckets what they mean: "   (other processes ...)"
+SUMMARY_ROW_RE = re.compile(r"^\s+(.+?)\s+(\d+)(?:   \(.*\))?$")
 PY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<path>.*):(?P<line>\d+)\)$")
 # "comm (PID)", or for a process in a container "comm (PID, ns NSPID, container ID12)"
 TASK_FRAME_RE = re.compile(r"^(?P<comm>.*) \((?P<id>\d+)(?:, ns (?P<nspid>\d+))?"
@@ -110,8 +113,9 @@ def unknown_frames(rows):
 # --- accounting summary --------------------------------------------------------------
 
 def parse_summary(stderr):
-    """(event count N, {label: count}) from pywalk's stderr; raises AssertionError if
-    the summary block is missing."""
+    """(event count N, {label: count}) from pywalk's stderr, every bucket of SUMMARY_LABELS
+    there (0 when not printed); raises AssertionError if the summary block is missing or
+    holds a bucket that is not one of them."""
     lines = stderr.splitlines()
     for i, line in enumerate(lines):
         m = SUMMARY_HEAD_RE.match(line)
@@ -124,7 +128,10 @@ def parse_summary(stderr):
                 break
             label = r.group(1).strip()
             assert label not in buckets, "bucket %r printed twice:\n%s" % (label, stderr)
+            assert label in SUMMARY_LABELS, "unknown bucket %r:\n%s" % (label, stderr)
             buckets[label] = int(r.group(2))
+        for label in SUMMARY_LABELS:
+            buckets.setdefault(label, 0)
         return int(m.group(1)), buckets
     raise AssertionError("no 'pywalk: N perf events, accounted as:' summary on stderr:\n"
                          + stderr)
@@ -141,7 +148,7 @@ def check_summary(stderr):
     return total, buckets
 
 
-NOT_COUNTED_RE = re.compile(r"^pywalk: of the shipped stacks, (\d+) were not counted")
+NOT_COUNTED_RE = re.compile(r"^pywalk: of the shipped stacks, (\d+) (?:was|were) not counted")
 NOT_COUNTED_MAX = 0.01  # of shipped
 
 
@@ -165,8 +172,8 @@ def check_folded_total(stderr, rows, describe=""):
     return folded
 
 
-PROCESSES_RE = re.compile(r"^pywalk: (\d+) processes sampled \((\d+) fork children "
-                          r"inherited their parent's interpreter\)(?:; skipped: (.*))?$")
+PROCESSES_RE = re.compile(r"^pywalk: (\d+) process(?:es)? sampled \((\d+) fork child(?:ren)? "
+                          r"inherited (?:its|their) parent's interpreter\)(?:; skipped: (.*))?$")
 
 
 def parse_processes(stderr):

@@ -82,8 +82,8 @@ SHORT_HZ = 999
 SHARED_MIN = 0.5          # of the samples a short process's busy CPU time gives
 SHORT_BUSY_S = 0.02       # of CPU, after ~10-40 ms of interpreter start-up: a ~30 ms life
 
-SAMPLED_RE = re.compile(r"^pywalk: (\d+) processes sampled \((\d+) fork children inherited "
-                        r"their parent's interpreter\)(?:; skipped: (.*))?$")
+SAMPLED_RE = re.compile(r"^pywalk: (\d+) process(?:es)? sampled \((\d+) fork child(?:ren)? "
+                        r"inherited (?:its|their) parent's interpreter\)(?:; skipped: (.*))?$")
 SHORT_LIVED = os.path.join(e2e.TARGETS_DIR, "short_lived.py")
 
 

@@ -20,7 +20,7 @@ HZ = 999
 COUNTED_MIN = 0.99
 SHIPPED_MIN = 100
 
-DROPS_RE = re.compile(r"^pywalk: of the shipped stacks, (\d+) were not counted: (\d+) "
+DROPS_RE = re.compile(r"^pywalk: of the shipped stacks, (\d+) (?:was|were) not counted: (\d+) "
                       r"unsymbolizable .*?, (\d+) stale .*?, (\d+) malformed, (\d+) of "
                       r"untracked processes$")
 

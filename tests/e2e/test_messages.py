@@ -157,3 +157,115 @@ def test_help_documents_the_command_status_and_d():
     assert ("2 usage error. A COMMAND that exits non-zero or is killed by a signal is said so\n"
             "in one line, and its status is pywalk's: the same number, or 128+N for signal N\n"
             "(as a shell and time(1) give it).") in r.stdout
+
+
+# --- the summary -----------------------------------------------------------------------
+
+README = os.path.join(e2e.REPO, "README.md")
+ROW_RE = re.compile(r"^  (.{26}) (.{10})(   \(.*\))?$")
+
+
+def summary_rows(stderr):
+    """[(label, count, hint text or '')] of the summary block, as printed."""
+    lines = stderr.splitlines()
+    start = next(i for i, l in enumerate(lines) if e2e.SUMMARY_HEAD_RE.match(l))
+    rows = []
+    for line in lines[start + 1:]:
+        m = ROW_RE.match(line)
+        if not m:
+            break
+        rows.append((m.group(1).rstrip(), int(m.group(2)), m.group(3) or ""))
+    return rows
+
+
+def readme_blocks():
+    """The README's code blocks that hold a summary, and its warning example."""
+    blocks, cur = [], None
+    with open(README, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("```"):
+                if cur is not None:
+                    blocks.append("".join(cur))
+                cur = [] if cur is None else None
+            elif cur is not None:
+                cur.append(line)
+    return ([b for b in blocks if e2e.SUMMARY_HEAD_RE.match(b.splitlines()[0])],
+            [b for b in blocks if b.startswith("pywalk: warning: no Python stacks")])
+
+
+def test_summary_lists_the_buckets_that_counted_all_with_v(tmp_path):
+    need_root()
+    _, r = record_publisher(tmp_path, "out.folded")
+    total, _ = e2e.check_summary(r.stderr)
+    rows = summary_rows(r.stderr)
+    assert rows and all(n > 0 for _, n, _ in rows), r.stderr
+    assert sum(n for _, n, _ in rows) == total
+    _, r = record_publisher(tmp_path, "out.folded", "-v")
+    assert [l for l, _, _ in summary_rows(r.stderr)] == list(e2e.SUMMARY_LABELS), r.stderr
+
+
+def test_readme_summary_is_what_pywalk_prints(tmp_path):
+    """Each of the README's summary examples is laid out as pywalk prints it: the same
+    header, rows in the same columns with the same hints, the -v one every bucket in order,
+    the other only buckets above 0 that add up; the warning example as pywalk words it."""
+    need_root()
+    _, r = record_publisher(tmp_path, "out.folded", "-v")
+    hints = {l: h for l, _, h in summary_rows(r.stderr)}
+    blocks, warnings = readme_blocks()
+    assert len(blocks) == 2 and len(warnings) == 1
+    for block in blocks:
+        lines = block.splitlines()
+        total = int(e2e.SUMMARY_HEAD_RE.match(lines[0]).group(1))
+        assert lines[0] == "pywalk: %d perf events, accounted as:" % total
+        rows = summary_rows(block)
+        for label, n, hint in rows:
+            assert label in hints, label
+            assert "  %-26s %10d%s" % (label, n, hints[label]) in lines, (label, block)
+        assert sum(n for _, n, _ in rows) == total, block
+        if len(rows) == len(e2e.SUMMARY_LABELS):
+            assert [l for l, _, _ in rows] == list(e2e.SUMMARY_LABELS)
+        else:
+            assert all(n > 0 for _, n, _ in rows), block
+            assert re.match(r"^pywalk: wrote \S+ \([\d,]+ stacks, [\d,]+ samples\)$",
+                            lines[len(rows) + 1]), block
+    # the warning, from a real run: only the count differs
+    real = depth_bound_warning()
+    n = re.search(r"all ([\d,]+) samples", real).group(1)
+    assert re.sub(r"all [\d,]+ samples", "all %s samples" % n, warnings[0].rstrip("\n")) == real
+
+
+DEEP = """
+def f(n):
+    return f(n - 1) if n else spin()
+def spin():
+    print("READY", flush=True)
+    while True:
+        sum(range(1000))
+f(30)
+"""
+
+
+def depth_bound_warning():
+    """The warning of a run whose every sample was deeper than --max-depth 5."""
+    p = subprocess.Popen([sys.executable, "-c", DEEP], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        assert p.stdout.readline() == b"READY\n"
+        r = run(["record", "-p", p.pid, "-d", 1, "-F", 199, "--max-depth", 5, "-o", "/dev/null"])
+    finally:
+        p.kill()
+        p.wait()
+    assert r.returncode == 0, r.stderr
+    _, buckets = e2e.check_summary(r.stderr)
+    depth = buckets["rejected: depth bound"]
+    taken = sum(buckets.values()) - buckets["not a target process"]
+    assert depth > 0 and depth == taken, r.stderr
+    line = ("pywalk: warning: no Python stacks were captured: all {:,} samples were rejected: "
+            "depth bound (stack deeper than --max-depth 5; raise --max-depth)\n").format(depth)
+    assert r.stderr.endswith(line), r.stderr
+    return line.rstrip("\n")
+
+
+def test_nothing_shipped_names_the_bucket_and_the_fix():
+    need_root()
+    depth_bound_warning()

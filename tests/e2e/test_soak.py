@@ -43,7 +43,7 @@ LIFETIME_BYTES = 1536
 PEAK_MARGIN = 8 * MIB
 DEFAULT_BUDGET = 64 * MIB
 
-PROCESSES_RE = re.compile(r"^pywalk: (\d+) processes sampled", re.M)
+PROCESSES_RE = re.compile(r"^pywalk: (\d+) process(?:es)? sampled", re.M)
 CODE_RE = re.compile(r"code objects: (\d+) from code records, (\d+) read from targets, "
                      r"(\d+) records rejected, (\d+) evicted; cache (\d+) of (\d+) bytes, "
                      r"names (\d+) bytes")
