@@ -466,6 +466,11 @@ def test_html_hostile_page_is_safe_and_searchable(hostile, node_tools):
     assert res["pwned"] == "undefined", "a name's script ran"
     assert res["requests"] == ["file://" + os.path.abspath(hostile["html"])], res["requests"]
     assert res["total"] == data["total"] > 0
+    # titled a flame graph, it opens as one (root at the bottom); the toggle makes an icicle
+    assert (res["orientation"], res["invertText"]) == ("flame", "Icicle (root at top)"), res
+    assert res["rootY"] > res["childY"], res
+    assert (res["orientationAfter"], res["invertTextAfter"]) == ("icicle", "Flame (root at bottom)")
+    assert res["rootYAfter"] < res["childYAfter"], res
     # the root shows the total sample count
     assert res["rootTooltip"].startswith("all\n%s samples (100.00%% of all)" % (
         "{:,}".format(data["total"]))), res["rootTooltip"]

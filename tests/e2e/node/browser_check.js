@@ -104,6 +104,11 @@ async function flame(file, shot, searchText, clickText, probes) {
     out.meta = await page.textContent("#meta");
 
     const root = await page.evaluate(() => window.pywalkFlame.find(""));
+    // which way up: the root's row against the first frame above it
+    out.orientation = await page.evaluate(() => window.pywalkFlame.orientation());
+    out.invertText = await page.textContent("#invert");
+    out.rootY = root && root.y;
+    out.childY = await page.evaluate(() => { const c = window.pywalkFlame.find(" ("); return c && c.y; });
     if (root) {
       await page.mouse.move(root.x, root.y);
       out.rootTooltip = await page.textContent("#tooltip");
@@ -129,6 +134,12 @@ async function flame(file, shot, searchText, clickText, probes) {
     }
     if (probes) await probeFrames(page, out, JSON.parse(probes));
     await page.screenshot({ path: shot });
+    // the toggle turns it into an icicle, root at the top
+    await page.click("#invert");
+    out.orientationAfter = await page.evaluate(() => window.pywalkFlame.orientation());
+    out.invertTextAfter = await page.textContent("#invert");
+    out.rootYAfter = await page.evaluate(() => { const r = window.pywalkFlame.find(""); return r && r.y; });
+    out.childYAfter = await page.evaluate(() => { const c = window.pywalkFlame.find(" ("); return c && c.y; });
   });
 }
 
