@@ -12,6 +12,8 @@ import sys
 import pytest
 
 import pywalk_e2e as e2e
+# the browser driver and its fixtures (npm tools, chromium)
+from test_formats import artifact, browser, chromium_bin, node_tools  # noqa: F401
 
 FORMATS = "folded, html, svg, speedscope, pprof"
 TRY = "Try 'pywalk record --help'.\n"
@@ -269,3 +271,18 @@ def depth_bound_warning():
 def test_nothing_shipped_names_the_bucket_and_the_fix():
     need_root()
     depth_bound_warning()
+
+
+def test_html_page_toggles_by_line_and_by_function(tmp_path, node_tools):
+    """The page opens by line; its toggle merges the frames of a function as --function
+    does (main's three call lines become one box, shown without a line), and goes back."""
+    need_root()
+    page, _ = record_publisher(tmp_path, "out.html")
+    main = "main (%s" % PUBLISHER
+    res = browser(node_tools, "flame", page, artifact("flame-byfunc.png"), "publish", main)
+    assert not res["pageErrors"] and not res["consoleErrors"], res
+    b = res["byFunc"]
+    assert b["on"] and b["text"] == "By line" and b["zoomed"] == "all", b
+    assert b["clickBefore"] >= 3 and b["clickAfter"] == 1, b
+    assert b["clickLabel"] == main + ")", b
+    assert b["after"] < b["before"] == b["back"], b

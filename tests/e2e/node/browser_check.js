@@ -140,6 +140,18 @@ async function flame(file, shot, searchText, clickText, probes) {
     out.invertTextAfter = await page.textContent("#invert");
     out.rootYAfter = await page.evaluate(() => { const r = window.pywalkFlame.find(""); return r && r.y; });
     out.childYAfter = await page.evaluate(() => { const c = window.pywalkFlame.find(" ("); return c && c.y; });
+    // by line / by function: the tree as --function would write it, then back
+    // (how many frames start with CLICK, each way, and the first one's label)
+    out.byFunc = await page.evaluate((t) => {
+      const f = window.pywalkFlame, before = f.nodeCount(), clickBefore = f.countLabels(t);
+      document.getElementById("byfunc").click();
+      const res = { before, after: f.nodeCount(), on: f.byFunction(), total: f.total,
+        clickBefore, clickAfter: f.countLabels(t), clickLabel: f.find(t) && f.find(t).label,
+        text: document.getElementById("byfunc").textContent, zoomed: f.zoomed() };
+      document.getElementById("byfunc").click();
+      res.back = f.nodeCount();
+      return res;
+    }, clickText || "");
   });
 }
 
