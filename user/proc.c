@@ -245,24 +245,29 @@ int proc_read_start_time(pid_t pid, uint64_t *ticks)
 	return end == f ? -EINVAL : 0;
 }
 
-bool proc_is_tgid(pid_t pid)
+pid_t proc_read_tgid(pid_t pid)
 {
 	char path[64], buf[256];
 	FILE *f;
-	bool is_tgid = false;
+	pid_t tgid = -ENOENT;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
+		return -errno;
 	while (fgets(buf, sizeof(buf), f)) {
 		if (!strncmp(buf, "Tgid:", 5)) {
-			is_tgid = atoi(buf + 5) == pid;
+			tgid = atoi(buf + 5);
 			break;
 		}
 	}
 	fclose(f);
-	return is_tgid;
+	return tgid;
+}
+
+bool proc_is_tgid(pid_t pid)
+{
+	return proc_read_tgid(pid) == pid;
 }
 
 int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size)

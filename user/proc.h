@@ -56,6 +56,8 @@ int proc_ns_ino(pid_t pid, const char *ns, uint64_t *ino);
  * 0, -ENOENT when it has none, or -errno. */
 int proc_read_container_id(pid_t pid, char *buf, size_t size);
 
+/* The process (thread group) that thread `pid` belongs to, or -errno. */
+pid_t proc_read_tgid(pid_t pid);
 /* Is `pid` a thread-group leader (a process id, not a thread id)? */
 bool proc_is_tgid(pid_t pid);
 

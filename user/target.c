@@ -295,7 +295,14 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 		return -ESRCH;
 	}
 	if (!proc_is_tgid(pid)) {
-		snprintf(why, why_size, "%d is a thread ID, not a process ID (use its process)", pid);
+		pid_t tgid = proc_read_tgid(pid);
+
+		if (tgid > 0)
+			snprintf(why, why_size, "%d is a thread of process %d, not a process: give -p %d",
+				 pid, tgid, tgid);
+		else
+			snprintf(why, why_size, "%d is a thread ID, not a process ID (use its process)",
+				 pid);
 		return -ESRCH;
 	}
 	proc_read_comm(pid, 0, t->comm, sizeof(t->comm));

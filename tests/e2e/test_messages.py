@@ -286,3 +286,32 @@ def test_html_page_toggles_by_line_and_by_function(tmp_path, node_tools):
     assert b["clickBefore"] >= 3 and b["clickAfter"] == 1, b
     assert b["clickLabel"] == main + ")", b
     assert b["after"] < b["before"] == b["back"], b
+
+
+# --- -p with a thread id ---------------------------------------------------------------
+
+THREADED = """
+import threading, time
+def spin():
+    while True:
+        sum(range(1000))
+threading.Thread(target=spin, daemon=True).start()
+print("READY", flush=True)
+time.sleep(60)
+"""
+
+
+def test_thread_id_names_its_process():
+    need_root()
+    p = subprocess.Popen([sys.executable, "-c", THREADED], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        assert p.stdout.readline() == b"READY\n"
+        tid = next(int(t) for t in os.listdir("/proc/%d/task" % p.pid) if int(t) != p.pid)
+        r = run(["record", "-p", tid, "-d", 1, "-o", "/dev/null"])
+    finally:
+        p.kill()
+        p.wait()
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == "pywalk: %d is a thread of process %d, not a process: give -p %d\n" % (
+        tid, p.pid, p.pid)
