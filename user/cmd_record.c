@@ -68,7 +68,8 @@ static void record_help(FILE *f)
 		"Exit status: 0 ok (also after Ctrl-C: the profile is written), 1 runtime failure,\n"
 		"2 usage error. A COMMAND that exits non-zero or is killed by a signal is said so\n"
 		"in one line, and its status is pywalk's: the same number, or 128+N for signal N\n"
-		"(as a shell and time(1) give it). The profile is written either way.\n");
+		"(as a shell and time(1) give it; Ctrl-C reaches COMMAND too). The profile is\n"
+		"written either way.\n");
 }
 
 static int handle_option(void *ctx, int opt, const char *arg)

@@ -560,6 +560,9 @@ int engine__end_command(struct engine *e, int *status)
 {
 	if (!e->launched)
 		return ENGINE_CMD_NONE;
+	/* Ctrl-C reached the command too: let it end of it (KeyboardInterrupt) by itself */
+	for (int i = 0; i < 50 && stop_requested && !launch_poll_exit(&e->child); i++)
+		usleep(10000);
 	if (launch_poll_exit(&e->child)) {
 		*status = e->child.status;
 		return ENGINE_CMD_EXITED;

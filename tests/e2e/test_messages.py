@@ -158,7 +158,7 @@ def test_help_documents_the_command_status_and_d():
             "the end says so.\n") in r.stdout
     assert ("2 usage error. A COMMAND that exits non-zero or is killed by a signal is said so\n"
             "in one line, and its status is pywalk's: the same number, or 128+N for signal N\n"
-            "(as a shell and time(1) give it).") in r.stdout
+            "(as a shell and time(1) give it; Ctrl-C reaches COMMAND too).") in r.stdout
 
 
 # --- the summary -----------------------------------------------------------------------
@@ -315,3 +315,34 @@ def test_thread_id_names_its_process():
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr == "pywalk: %d is a thread of process %d, not a process: give -p %d\n" % (
         tid, p.pid, p.pid)
+
+
+def test_ctrl_c_reaches_the_command_and_its_end_is_passed_on(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) ends the recording and reaches the
+    command: one that dies of it gives 130, as in a shell; one that catches it and exits 0
+    gives 0. The profile is written either way."""
+    need_root()
+    for code, status, line in (
+            ("print('READY', flush=True)\nwhile True: pass", 130,
+             "pywalk: command was killed by signal 2 (Interrupt)\n"),
+            ("try:\n    print('READY', flush=True)\n    while True: pass\n"
+             "except KeyboardInterrupt:\n    pass", 0, None)):
+        out = tmp_path / "int.folded"
+        p = subprocess.Popen([e2e.pywalk_path(), "record", "-F", "199", "-o", str(out), "--",
+                              sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            assert p.stdout.readline() == "READY\n"
+            os.killpg(p.pid, signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        assert p.returncode == status, err
+        assert os.path.getsize(out) > 0, err
+        if line:
+            assert err.endswith(line) and err.count(line) == 1, err
+        else:
+            assert "pywalk: command" not in err and "stopped" not in err, err
