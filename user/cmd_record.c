@@ -169,14 +169,22 @@ static void warn_no_stacks(const struct engine_counts *c, const struct cli_sampl
 			"(see above)\n", fmt_count(c->outcomes[PW_OUT_SHIPPED], n, sizeof(n)));
 		return;
 	}
-	if (!rejected || rejected < c->outcomes[PW_OUT_LOST] ||
-	    c->outcomes[worst] < c->outcomes[PW_OUT_NO_TSTATE] + c->outcomes[PW_OUT_EMPTY]) {
-		if (c->outcomes[PW_OUT_LOST] && c->outcomes[PW_OUT_LOST] >= rejected)
-			pw_warn("no Python stacks were captured: %s samples were lost (ring buffer "
-				"full; lower -F)\n", fmt_count(c->outcomes[PW_OUT_LOST], n, sizeof(n)));
-		else
-			pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
-				"was the target idle?)\n");
+	if (!taken) {
+		pw_warn("no Python stacks were captured (pywalk samples on-CPU time; "
+			"was the target idle?)\n");
+		return;
+	}
+	if (c->outcomes[PW_OUT_LOST] >= rejected &&
+	    c->outcomes[PW_OUT_LOST] >= c->outcomes[PW_OUT_NO_TSTATE] + c->outcomes[PW_OUT_EMPTY]) {
+		pw_warn("no Python stacks were captured: %s of %s samples were lost (ring buffer "
+			"full; lower -F)\n", fmt_count(c->outcomes[PW_OUT_LOST], n, sizeof(n)),
+			fmt_count(taken, m, sizeof(m)));
+		return;
+	}
+	if (c->outcomes[worst] < c->outcomes[PW_OUT_NO_TSTATE] + c->outcomes[PW_OUT_EMPTY]) {
+		pw_warn("no Python stacks were captured: the target's %s sample%s found no Python "
+			"frame (it ran native code, or threads without Python)\n",
+			fmt_count(taken, n, sizeof(n)), taken == 1 ? "" : "s");
 		return;
 	}
 	switch (worst) {

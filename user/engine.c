@@ -560,7 +560,7 @@ int engine__end_command(struct engine *e, int *status)
 {
 	if (!e->launched)
 		return ENGINE_CMD_NONE;
-	/* Ctrl-C reached the command too: let it end of it (KeyboardInterrupt) by itself */
+	/* Ctrl-C reached the command too: give it a moment to end by itself (KeyboardInterrupt) */
 	for (int i = 0; i < 50 && stop_requested && !launch_poll_exit(&e->child); i++)
 		usleep(10000);
 	if (launch_poll_exit(&e->child)) {
