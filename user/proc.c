@@ -265,6 +265,21 @@ pid_t proc_read_tgid(pid_t pid)
 	return tgid;
 }
 
+bool proc_self_in_initial_userns(void)
+{
+	unsigned long inside, outside, count;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	bool initial = true;
+
+	if (!f)
+		return true; /* no user namespaces in this kernel */
+	/* the initial namespace maps all of 0..2^32-2 onto itself in one line */
+	if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		initial = !inside && !outside && count == 4294967295ul;
+	fclose(f);
+	return initial;
+}
+
 bool proc_is_tgid(pid_t pid)
 {
 	return proc_read_tgid(pid) == pid;

@@ -58,6 +58,8 @@ int proc_read_container_id(pid_t pid, char *buf, size_t size);
 
 /* The process (thread group) that thread `pid` belongs to, or -errno. */
 pid_t proc_read_tgid(pid_t pid);
+/* Does pywalk run in the initial user namespace (not in a container's or unshare's)? */
+bool proc_self_in_initial_userns(void);
 /* Is `pid` a thread-group leader (a process id, not a thread id)? */
 bool proc_is_tgid(pid_t pid);
 

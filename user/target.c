@@ -308,10 +308,20 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 	proc_read_comm(pid, 0, t->comm, sizeof(t->comm));
 	err = proc_read_maps(pid, &maps);
 	if (err) {
-		if (err == -EACCES || err == -EPERM)
+		/* pywalk holds CAP_SYS_PTRACE by now (preflight), so this process is beyond
+		 * what that capability reaches */
+		if ((err == -EACCES || err == -EPERM) && !proc_self_in_initial_userns())
 			snprintf(why, why_size,
-				 "cannot read /proc/%d/maps: %s (pywalk needs CAP_SYS_PTRACE)", pid,
-				 strerror(-err));
+				 "cannot read /proc/%d/maps: %s (pywalk runs in a user namespace, e.g. "
+				 "a container's, and the process belongs to an outer one: run pywalk "
+				 "where the process is, e.g. on the host)",
+				 pid, strerror(-err));
+		else if (err == -EACCES || err == -EPERM)
+			snprintf(why, why_size,
+				 "cannot read /proc/%d/maps: %s (the process is more privileged than "
+				 "pywalk, or a security module forbids it: run pywalk as full root, "
+				 "check kernel.yama.ptrace_scope)",
+				 pid, strerror(-err));
 		else
 			snprintf(why, why_size, "cannot read /proc/%d/maps: %s", pid,
 				 strerror(-err));

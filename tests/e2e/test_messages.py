@@ -5,6 +5,7 @@ the accounting summary (only the buckets that counted something, a warning namin
 that took every sample). The README's example summary is what pywalk prints."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -346,3 +347,20 @@ def test_ctrl_c_reaches_the_command_and_its_end_is_passed_on(tmp_path):
             assert err.endswith(line) and err.count(line) == 1, err
         else:
             assert "pywalk: command" not in err and "stopped" not in err, err
+
+
+def test_process_out_of_reach_from_a_user_namespace_says_why(tmp_path):
+    """Root in a user namespace (a container's, here unshare's) holds CAP_SYS_PTRACE only
+    there: the host's PID 1 is out of its reach, and the error says so and what helps."""
+    need_root()
+    unshare = shutil.which("unshare")
+    if not unshare:
+        pytest.skip("unshare (util-linux) not installed")
+    r = subprocess.run([unshare, "--user", "--map-root-user", e2e.pywalk_path(), "record", "-p",
+                        "1", "-d", "1", "-o", str(tmp_path / "out.folded")],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("pywalk: cannot read /proc/1/maps: Permission denied (pywalk runs in a "
+                        "user namespace, e.g. a container's, and the process belongs to an "
+                        "outer one: run pywalk where the process is, e.g. on the host)\n")
+    assert os.listdir(tmp_path) == []
