@@ -289,6 +289,27 @@ def test_html_page_toggles_by_line_and_by_function(tmp_path, node_tools):
     assert b["after"] < b["before"] == b["back"], b
 
 
+def test_html_page_sandwich_of_a_function(tmp_path, node_tools):
+    """Zoomed to a frame of Publisher.publish, Callers shows what calls the function (main,
+    <module>) and Callees what it calls (deliver), each rooted at the function with all its
+    samples; Call tree goes back."""
+    need_root()
+    page, _ = record_publisher(tmp_path, "out.html")
+    publish = "Publisher.publish (%s" % PUBLISHER
+    res = browser(node_tools, "flame", page, artifact("flame-sandwich.png"), "publish", publish)
+    assert not res["pageErrors"] and not res["consoleErrors"], res
+    sw = res["sandwich"]
+    for which, has, lacks in (("callers", "main", "deliver"), ("callees", "deliver", "main")):
+        v = sw[which]
+        assert v["view"] == which and v["root"] == [publish + ")"], v
+        assert v["crumbs"].startswith("%s of %s) \u2014 " % (which.capitalize(), publish)), v
+        assert any(t.startswith(has) for t in v["drawn"]), (which, v["drawn"])
+        assert not any(t.startswith(lacks) for t in v["drawn"]), (which, v["drawn"])
+    # both hold every sample of the function, at least the zoomed frame's
+    assert sw["callers"]["total"] == sw["callees"]["total"] >= sw["zoomedTotal"] > 0, sw
+    assert sw["back"]["view"] == "tree" and sw["back"]["nodes"] == res["byFunc"]["before"]
+
+
 # --- -p with a thread id ---------------------------------------------------------------
 
 THREADED = """

@@ -152,6 +152,27 @@ async function flame(file, shot, searchText, clickText, probes) {
       res.back = f.nodeCount();
       return res;
     }, clickText || "");
+    // the sandwich of the first frame with CLICK in its label: its callers, its callees
+    if (clickText) {
+      const box = await page.evaluate((t) => window.pywalkFlame.find(t), clickText);
+      if (box) {
+        await page.mouse.click(box.x, box.y);
+        out.sandwich = { zoomedTotal: await page.evaluate(() => window.pywalkFlame.zoomedTotal()) };
+        for (const which of ["callers", "callees"]) {
+          await page.evaluate(() => window.__pywalkDrawn.clear());
+          await page.click("#" + which);
+          out.sandwich[which] = await page.evaluate(() => {
+            const f = window.pywalkFlame;
+            return { view: f.view(), total: f.viewTotal(), nodes: f.nodeCount(),
+              root: f.rootChild(), crumbs: document.getElementById("crumbs").textContent };
+          });
+          out.sandwich[which].drawn = await page.evaluate(() => Array.from(window.__pywalkDrawn));
+        }
+        await page.click("#tree");
+        out.sandwich.back = await page.evaluate(() => ({ view: window.pywalkFlame.view(),
+          nodes: window.pywalkFlame.nodeCount() }));
+      }
+    }
   });
 }
 
