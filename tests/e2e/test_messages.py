@@ -274,14 +274,20 @@ def test_nothing_shipped_names_the_bucket_and_the_fix():
     depth_bound_warning()
 
 
+def publisher_page(tmp_path, node_tools, click, shot):
+    """What browser_check.js saw of the HTML page of publisher.py, CLICK its frame probe."""
+    need_root()
+    page, _ = record_publisher(tmp_path, "out.html")
+    res = browser(node_tools, "flame", page, artifact(shot), "publish", click)
+    assert not res["pageErrors"] and not res["consoleErrors"], res
+    return res
+
+
 def test_html_page_toggles_by_line_and_by_function(tmp_path, node_tools):
     """The page opens by line; its toggle merges the frames of a function as --function
     does (main's three call lines become one box, shown without a line), and goes back."""
-    need_root()
-    page, _ = record_publisher(tmp_path, "out.html")
     main = "main (%s" % PUBLISHER
-    res = browser(node_tools, "flame", page, artifact("flame-byfunc.png"), "publish", main)
-    assert not res["pageErrors"] and not res["consoleErrors"], res
+    res = publisher_page(tmp_path, node_tools, main, "flame-byfunc.png")
     b = res["byFunc"]
     assert b["on"] and b["text"] == "By line" and b["zoomed"] == "all", b
     assert b["clickBefore"] >= 3 and b["clickAfter"] == 1, b
@@ -293,11 +299,8 @@ def test_html_page_sandwich_of_a_function(tmp_path, node_tools):
     """Zoomed to a frame of Publisher.publish, Callers shows what calls the function (main,
     <module>) and Callees what it calls (deliver), each rooted at the function with all its
     samples; Call tree goes back."""
-    need_root()
-    page, _ = record_publisher(tmp_path, "out.html")
     publish = "Publisher.publish (%s" % PUBLISHER
-    res = browser(node_tools, "flame", page, artifact("flame-sandwich.png"), "publish", publish)
-    assert not res["pageErrors"] and not res["consoleErrors"], res
+    res = publisher_page(tmp_path, node_tools, publish, "flame-sandwich.png")
     sw = res["sandwich"]
     for which, has, lacks in (("callers", "main", "deliver"), ("callees", "deliver", "main")):
         v = sw[which]
