@@ -115,10 +115,17 @@ static void print_written(const struct profile *p, const char *path)
 		size_t n = calltree_nstacks(&t);
 		uint64_t total = t.nodes[0].total;
 
-		pw_info("wrote %s (%s stack%s, %s sample%s)\n",
-			!path || !strcmp(path, "-") ? "stdout" : path,
-			fmt_count(n, stacks, sizeof(stacks)), n == 1 ? "" : "s",
-			fmt_count(total, samples, sizeof(samples)), total == 1 ? "" : "s");
+		const char *name = !path || !strcmp(path, "-") ? "stdout" : path;
+
+		fmt_count(n, stacks, sizeof(stacks));
+		/* off-CPU and wall profiles count nanoseconds, not samples */
+		if (profile__counts_ns(p))
+			pw_info("wrote %s (%s stack%s, %.3f s)\n", name, stacks, n == 1 ? "" : "s",
+				(double)total / 1e9);
+		else
+			pw_info("wrote %s (%s stack%s, %s sample%s)\n", name, stacks,
+				n == 1 ? "" : "s", fmt_count(total, samples, sizeof(samples)),
+				total == 1 ? "" : "s");
 	}
 	calltree_free(&t);
 }

@@ -130,17 +130,29 @@ static void color(const struct svg *s, uint32_t id, char *buf, size_t size)
 		 (unsigned int)((h >> 8) % 231), (unsigned int)((h >> 16) % 56));
 }
 
+/* "1,234 samples", or for profiles that count nanoseconds (off-CPU, wall) "12.345 ms" */
+static void amount(const struct svg *s, uint64_t v, char *buf, size_t size)
+{
+	char count[32];
+
+	if (profile__counts_ns(s->t->p))
+		snprintf(buf, size, "%.3f ms", (double)v / 1e6);
+	else
+		snprintf(buf, size, "%s sample%s", fmt_count(v, count, sizeof(count)),
+			 v == 1 ? "" : "s");
+}
+
 static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 {
 	const struct calltree_node *n = &s->t->nodes[id];
 	uint64_t total = s->t->nodes[0].total;
 	double w = node_width(s, id), x, y;
-	char fill[32], count[32];
+	char fill[32], count[48];
 	int err;
 
 	x = SIDE + (total ? (double)s->start[id] * INNER_W / (double)total : 0);
 	y = height - PAD_BOTTOM - (double)(n->depth + 1) * FRAME_H;
-	fmt_count(n->total, count, sizeof(count));
+	amount(s, n->total, count, sizeof(count));
 	color(s, id, fill, sizeof(fill));
 	err = make_label(s, id);
 	if (!err)
@@ -151,10 +163,9 @@ static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 	if (err)
 		return err;
 	fprintf(f, "<g class=\"f\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>%s\n"
-		   "%s sample%s (%.2f%%)</title>",
+		   "%s (%.2f%%)</title>",
 		(unsigned long long)s->start[id], (unsigned long long)n->total, n->depth,
-		s->esc.buf, count, n->total == 1 ? "" : "s",
-		total ? 100.0 * (double)n->total / (double)total : 0.0);
+		s->esc.buf, count, total ? 100.0 * (double)n->total / (double)total : 0.0);
 	strbuf_reset(&s->esc);
 	err = escape_xml(&s->esc, s->cut.buf ? s->cut.buf : "");
 	if (err)
@@ -165,11 +176,11 @@ static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 	return 0;
 }
 
-static void write_head(FILE *f, double height, uint64_t total)
+static void write_head(const struct svg *s, FILE *f, double height, uint64_t total)
 {
-	char count[32];
+	char count[48];
 
-	fmt_count(total, count, sizeof(count));
+	amount(s, total, count, sizeof(count));
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
 		"<!-- pywalk %s: flame graph, root at the bottom; click a box to zoom -->\n"
@@ -185,14 +196,14 @@ static void write_head(FILE *f, double height, uint64_t total)
 		"</style>\n"
 		"<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%.0f\" fill=\"#f8f8f8\"/>\n"
 		"<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: 17px\">"
-		"pywalk flame graph (%s sample%s)</text>\n"
+		"pywalk flame graph (%s)</text>\n"
 		"<text id=\"reset\" class=\"ui\" x=\"%d\" y=\"24\">Reset zoom</text>\n"
 		"<text id=\"search\" class=\"ui\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search"
 		"</text>\n"
 		"<text id=\"matched\" x=\"%d\" y=\"%.0f\" text-anchor=\"end\"></text>\n"
 		"<text id=\"details\" x=\"%d\" y=\"%.0f\"> </text>\n",
 		PYWALK_VERSION, WIDTH, height, WIDTH, height, INNER_W, SIDE, CHAR_W, FONT_PX,
-		WIDTH, height, WIDTH / 2, count, total == 1 ? "" : "s", SIDE, WIDTH - SIDE,
+		WIDTH, height, WIDTH / 2, count, SIDE, WIDTH - SIDE,
 		WIDTH - SIDE, height - 8, SIDE, height - 8);
 }
 
@@ -217,7 +228,7 @@ int out_svg_write(FILE *f, const struct profile *p)
 		goto out;
 	lay_out(&s, order);
 	height = PAD_TOP + (double)(s.max_depth + 1) * FRAME_H + PAD_BOTTOM;
-	write_head(f, height, t.nodes[0].total);
+	write_head(&s, f, height, t.nodes[0].total);
 	for (size_t i = 0; i < t.nnodes && !err; i++)
 		if (s.drawn[order[i]])
 			err = write_box(&s, f, order[i], height);
