@@ -560,8 +560,9 @@ int engine__end_command(struct engine *e, int *status)
 {
 	if (!e->launched)
 		return ENGINE_CMD_NONE;
-	/* Ctrl-C reached the command too: give it a moment to end by itself (KeyboardInterrupt) */
-	for (int i = 0; i < 50 && stop_requested && !launch_poll_exit(&e->child); i++)
+	/* Ctrl-C reached the command too: give it up to 2 s to end by itself (KeyboardInterrupt;
+	 * a loaded machine is slow to unwind it) */
+	for (int i = 0; i < 200 && stop_requested && !launch_poll_exit(&e->child); i++)
 		usleep(10000);
 	if (launch_poll_exit(&e->child)) {
 		*status = e->child.status;
