@@ -733,7 +733,8 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "parca": "http://127.0.0.1:1", "otlp": "http://127.0.0.1:1",
           "basic-auth-file": "/nonexistent/auth", "token-file": "/nonexistent/token",
           "metrics": "127.0.0.1:1", "host": "h", "queue-size": "8M",
-          "flush-timeout": "2s", "service": "gunicorn*=web"}
+          "flush-timeout": "2s", "service": "gunicorn*=web", "mode": "wall",
+          "min-block": "1ms"}
 FLAGS = {"all", "subprocesses", "metrics-public", "verbose"}
 
 
