@@ -334,17 +334,27 @@ static char *on_metrics(void *ctx)
 }
 
 /* "rejected: torn chain" -> "torn_chain": a label value that reads like the summary's */
+/* The outcome as a metric label value: a snake_case id a query can name, stable when the
+ * printed words change. */
 static void outcome_value(int outcome, char *buf, size_t size)
 {
+	static const char *const ids[PW_OUT__COUNT] = {
+		[PW_OUT_SHIPPED] = "shipped",	      [PW_OUT_NOT_TARGET] = "not_target",
+		[PW_OUT_FILTERED] = "filtered",	      [PW_OUT_NOT_PYTHON] = "not_python",
+		[PW_OUT_NO_TSTATE] = "no_thread_state", [PW_OUT_EMPTY] = "empty_stack",
+		[PW_OUT_TORN] = "torn_chain",	      [PW_OUT_CYCLE] = "cycle",
+		[PW_OUT_DEPTH] = "depth_bound",	      [PW_OUT_READ_FAULT] = "read_fault",
+		[PW_OUT_BAD_FRAME] = "bad_frame",     [PW_OUT_LOST] = "lost",
+	};
+
+	if (outcome >= 0 && outcome < PW_OUT__COUNT && ids[outcome]) {
+		snprintf(buf, size, "%s", ids[outcome]);
+		return;
+	}
+	/* an outcome added without an id here: its words, made a label */
 	export_sanitize(engine_outcome_label(outcome, true), buf, size);
 	for (char *c = buf; *c; c++)
-		if (*c == '_' && c[1] == '_')
-			memmove(c, c + 1, strlen(c));
-	/* "lost (ring buffer full)" -> "lost" */
-	if (!strncmp(buf, "lost", 4))
-		buf[4] = 0;
-	if (!strncmp(buf, "not_a_target", 12))
-		snprintf(buf, size, "not_target");
+		*c = *c == '-' ? '_' : *c;
 }
 
 static uint64_t rss_bytes(void)
