@@ -145,7 +145,8 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
     for fn, ns in got.items():
         # each waits all the time but for the instants it runs: within 5 % of the window,
         # almost all of it at the line where it waits
-        assert 0.95 * window <= ns <= 1.0001 * window, "%s: %.3f s of %.3f s" % (
+        # (the threads waiting at attach are read one after the other: a few ms apart)
+        assert 0.95 * window <= ns <= window + 20e6, "%s: %.3f s of %.3f s" % (
             fn, ns / 1e9, window / 1e9)
         assert at_line[fn] >= 0.9 * ns, "%s: %.3f s at its line of %.3f s" % (
             fn, at_line[fn] / 1e9, ns / 1e9)
@@ -192,7 +193,7 @@ def test_min_block_leaves_out_short_waits(pywalk, interp, start_target, tmp_path
         # every wait of theirs is long (200-400 ms): all of their time off CPU is counted,
         # but for the waits in progress at the two ends of the window, when they had
         # lasted less than --min-block there (up to a period of the thread each)
-        assert window - 0.6e9 <= funcs.get(fn, 0) <= 1.0001 * window, (fn, funcs, window)
+        assert window - 0.6e9 <= funcs.get(fn, 0) <= window + 20e6, (fn, funcs, window)
     # walks happen for the long waits only: a few dozen, not thousands of switches
     assert runs <= pair["at_exit"] + pair["seeded"] + 20, (runs, pair)
 
