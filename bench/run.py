@@ -1232,36 +1232,21 @@ def main():
     if not interps:
         log("no supported CPython (3.10+) found")
         return 1
-    if "1" in sections:
-        res["bpf"] = section_bpf(cfg, interps)
-        res["errors"] += res["bpf"]["errors"]
-        if not res["bpf"]["cells"] or not res["bpf"]["exit"]:
-            res["errors"].append("section 1 produced no figures")
-    if "2" in sections:
-        res["slowdown"] = section_slowdown(cfg, interps)
-        res["errors"] += res["slowdown"]["errors"]
-        if not any(t["cpu_ratio"] for g in res["slowdown"]["groups"] for t in g["tools"]):
-            res["errors"].append("section 2 produced no figures")
-    if "3" in sections:
-        res["aggregator"] = section_aggregator(cfg, interps)
-        res["errors"] += res["aggregator"]["errors"]
-        if not res["aggregator"]["scenarios"]:
-            res["errors"].append("section 3 produced no figures")
-    if "5" in sections:
-        res["agent"] = section_agent(cfg, interps)
-        res["errors"] += res["agent"]["errors"]
-        if not res["agent"]["runs"]:
-            res["errors"].append("section 5 produced no figures")
-    if "6" in sections:
-        res["offcpu"] = section_offcpu(cfg, interps)
-        res["errors"] += res["offcpu"]["errors"]
-        if not res["offcpu"]["pairs"]:
-            res["errors"].append("section 6 produced no figures")
-    if "7" in sections:
-        res["probe"] = section_probe(cfg, interps)
-        res["errors"] += res["probe"]["errors"]
-        if not res["probe"]["tools"]:
-            res["errors"].append("section 7 produced no figures")
+    # section: (result key, function, whether its result holds figures)
+    table = (("1", "bpf", section_bpf, lambda r: r["cells"] and r["exit"]),
+             ("2", "slowdown", section_slowdown,
+              lambda r: any(t["cpu_ratio"] for g in r["groups"] for t in g["tools"])),
+             ("3", "aggregator", section_aggregator, lambda r: r["scenarios"]),
+             ("5", "agent", section_agent, lambda r: r["runs"]),
+             ("6", "offcpu", section_offcpu, lambda r: r["pairs"]),
+             ("7", "probe", section_probe, lambda r: r["tools"]))
+    for number, key, run, has_figures in table:
+        if number not in sections:
+            continue
+        res[key] = run(cfg, interps)
+        res["errors"] += res[key]["errors"]
+        if not has_figures(res[key]):
+            res["errors"].append("section %s produced no figures" % number)
     res["loadavg_end"] = open("/proc/loadavg").read().strip()
     res["elapsed_s"] = time.monotonic() - t0
     res["targets"] = judge(res)

@@ -356,6 +356,21 @@ def source_markers(script):
     return out
 
 
+END_MARKER_RE = re.compile(r"#\s*@(\w+)\s*$")
+
+
+def markers(script):
+    """{name: line} of the '# @name' comments that end lines of tests/targets/<script>."""
+    found = {}
+    with open(os.path.join(TARGETS_DIR, script), encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            m = END_MARKER_RE.search(line)
+            if m:
+                assert m.group(1) not in found, "%s:%d: duplicate marker" % (script, lineno)
+                found[m.group(1)] = lineno
+    return found
+
+
 def missing_pid():
     """A PID with no process (checked just now)."""
     with open("/proc/sys/kernel/pid_max") as f:

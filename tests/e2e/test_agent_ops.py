@@ -523,8 +523,11 @@ def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, a
                                                   tmp_path, go_env):
     a, b = start_target(interp), start_target(interp)
     d = export_dir(tmp_path)
-    ag = agents(pywalk, ["-p", "%d,%d" % (a.pid, b.pid), "--interval", "2s", "--export-dir",
-                         d, "--host", "agent-test-host"], tmp_path, metrics=False)
+    # 199 Hz: the last window, cut short by the stop, must hold samples of both processes
+    # (at the agent's default 19 Hz half a second may hold none of one of them)
+    ag = agents(pywalk, ["-p", "%d,%d" % (a.pid, b.pid), "-F", "199", "--interval", "2s",
+                         "--export-dir", d, "--host", "agent-test-host"], tmp_path,
+                metrics=False)
     time.sleep(7)
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()

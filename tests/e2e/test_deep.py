@@ -11,20 +11,6 @@ import pytest
 
 import pywalk_e2e as e2e
 
-MARK_RE = re.compile(r"#\s*@(\w+)\s*$")
-
-
-def markers(script):
-    """{marker: line} from '# @name' comments of a target script."""
-    found = {}
-    with open(os.path.join(e2e.TARGETS_DIR, script)) as f:
-        for lineno, line in enumerate(f, 1):
-            m = MARK_RE.search(line)
-            if m:
-                found[m.group(1)] = lineno
-    return found
-
-
 def function_lines(script):
     """{function name: (first line, last line)} of top-level defs (for leaf frames)."""
     spans, name, start = {}, None, 0
@@ -84,13 +70,13 @@ def _deep_shape(rows, depth, m):
 
 def test_1000_deep_recursion_is_shipped_whole(pywalk, interp, start_target, tmp_path):
     depth = 1000
-    m = markers("deep_target.py")
+    m = e2e.markers("deep_target.py")
     target, buckets, rows, r = _record(interp, start_target, tmp_path, "deep_target.py",
                                        [depth], 3, 199)
     full, valid, invalid = _deep_shape(rows, depth, m)
     assert not invalid, "stacks the program cannot have: %s" % dict(invalid.most_common(5))
     assert buckets["rejected: depth bound"] == 0, r.stderr
-    # spin runs ~1 ms per descent of ~1,000 calls: most samples are at the full depth
+    # spin runs ~5 ms per descent of ~1,000 calls: most samples are at the full depth
     assert full >= 0.8 * (full + valid) and full >= 100, \
         "only %d of %d samples were the whole 1,003-frame stack\n%s" % (
             full, full + valid, r.stderr)
@@ -99,7 +85,7 @@ def test_1000_deep_recursion_is_shipped_whole(pywalk, interp, start_target, tmp_
 def test_stack_deeper_than_max_depth_is_rejected_not_truncated(pywalk, interp, start_target,
                                                                 tmp_path):
     depth = 1000
-    m = markers("deep_target.py")
+    m = e2e.markers("deep_target.py")
     target, buckets, rows, r = _record(interp, start_target, tmp_path, "deep_target.py",
                                        [depth], 2, 199, "--max-depth", 500)
     full, valid, invalid = _deep_shape(rows, depth, m)
@@ -113,7 +99,7 @@ def test_stack_deeper_than_max_depth_is_rejected_not_truncated(pywalk, interp, s
 
 def test_max_depth_4096(pywalk, interp, start_target, tmp_path):
     depth = 4000
-    m = markers("deep_target.py")
+    m = e2e.markers("deep_target.py")
     target, buckets, rows, r = _record(interp, start_target, tmp_path, "deep_target.py",
                                        [depth], 2, 99, "--max-depth", 4096)
     full, valid, invalid = _deep_shape(rows, depth, m)
@@ -138,7 +124,7 @@ CHURN_EDGES = {
 
 def test_generator_and_coroutine_churn_ships_only_real_stacks(pywalk, interp, start_target,
                                                               tmp_path):
-    m = markers("churn_target.py")
+    m = e2e.markers("churn_target.py")
     spans = function_lines("churn_target.py")
     target, buckets, rows, r = _record(interp, start_target, tmp_path, "churn_target.py",
                                        [], 3, 999)

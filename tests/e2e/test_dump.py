@@ -18,16 +18,6 @@ FRAME_RE = re.compile(r"^    (.+) \((.+):(\d+)\)$")
 THREAD_RE = re.compile(r'^Thread (\d+) "(.*)" \((.+?)\):?$')
 
 
-def markers():
-    found = {}
-    with open(os.path.join(e2e.TARGETS_DIR, "offcpu_target.py")) as f:
-        for lineno, line in enumerate(f, 1):
-            m = re.search(r"#\s*@(\w+)\s*$", line)
-            if m:
-                found[m.group(1)] = lineno
-    return found
-
-
 def WAITS(script, m):
     """Where each thread other than the main one can be: (function, file, line)."""
     return {(fn, script, m[mark]) for fn, mark in (
@@ -86,7 +76,7 @@ def status(pid, key):
 
 
 def test_dump_every_thread_exactly(pywalk, interp, start_target):
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     t = start_target(interp, script="offcpu_target.py")
     time.sleep(0.3)
     r = e2e.run_pywalk(["dump", "-p", t.pid])
@@ -105,7 +95,7 @@ def test_dump_every_thread_exactly(pywalk, interp, start_target):
 
 
 def test_dump_json_and_nonblocking(pywalk, interp, start_target):
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     t = start_target(interp, script="offcpu_target.py")
     time.sleep(0.3)
     for extra in ([], ["--nonblocking"]):

@@ -41,16 +41,6 @@ SEEDED_RE = re.compile(r"^pywalk: off-CPU: (\d+) threads? (?:was|were) already w
                        r"sampling began, (?:its|their) stacks? read from memory$", re.M)
 
 
-def markers():
-    found = {}
-    with open(os.path.join(e2e.TARGETS_DIR, "offcpu_target.py")) as f:
-        for lineno, line in enumerate(f, 1):
-            m = re.search(r"#\s*@(\w+)\s*$", line)
-            if m:
-                found[m.group(1)] = lineno
-    return found
-
-
 def offcpu_summary(stderr):
     """(switch-outs, {outcome: n}, {pairing field: value}); asserts both add up."""
     m = SWITCH_HEAD_RE.search(stderr)
@@ -105,7 +95,7 @@ def by_function(rows, script):
 def by_leaf(rows, script):
     """{(function, line) of the deepest frame in the script: ns}; `busy` at any of its
     lines is ("busy", its @busy line): its loop has two."""
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     out = {}
     for frames, n in rows:
         py = [e2e.parse_py_frame(f) for f in frames]
@@ -123,7 +113,7 @@ WAITERS = (("nap", "nap_sleep"), ("waiter", "wait_lock"), ("reader", "reader_rec
 
 
 def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, tmp_path):
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     t, path, r = record(interp, start_target, tmp_path, "--mode", "off-cpu")
     runs, outcomes, pair = offcpu_summary(r.stderr)
     rows = e2e.parse_folded(path)
@@ -172,7 +162,7 @@ def test_min_block_leaves_out_short_waits(pywalk, interp, start_target, tmp_path
     """With --min-block a wait inside a system call is not walked when the thread leaves:
     if it lasted long enough, the exit of that call walks the (unchanged) stack and ships
     it weighing the wait; a short one costs no walk at all."""
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     # the main thread's sleeps are 70 ms, nap's 200 ms, waiter's 300 ms: a 150 ms floor
     # keeps the last two only (and a wake-up delayed 80 ms on a loaded machine is not
     # mistaken for a long wait)
@@ -199,7 +189,7 @@ def test_min_block_leaves_out_short_waits(pywalk, interp, start_target, tmp_path
 
 
 def test_wall_splits_each_threads_time(pywalk, interp, start_target, tmp_path):
-    m = markers()
+    m = e2e.markers("offcpu_target.py")
     t, path, r = record(interp, start_target, tmp_path, "--mode", "wall", "-F", "199")
     runs, outcomes, pair = offcpu_summary(r.stderr)
     total, buckets = e2e.check_summary(r.stderr)

@@ -11,7 +11,7 @@ sys.setrecursionlimit(DEPTH + 1000)
 
 def spin():
     acc = 0
-    for i in range(30000): acc = (acc + i) & 0xFFFF  # @spin
+    for i in range(100000): acc = (acc + i) & 0xFFFF  # @spin
     return acc
 
 
