@@ -74,21 +74,10 @@ static bool listed(const struct task_list *l, pid_t tid)
 /* State letter and wait channel of one thread, from /proc. */
 static void read_task_state(pid_t pid, pid_t tid, char *state, char *wchan, size_t wchan_size)
 {
-	char path[96], buf[512], *p;
+	char path[96];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-
-		buf[n] = 0;
-		/* the comm may hold ')': the state follows the last one */
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2])
-			*state = p[2];
-		fclose(f);
-	}
+	*state = proc_read_task_state(pid, tid);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", pid, tid);
 	f = fopen(path, "re");
 	if (f) {
@@ -207,13 +196,12 @@ struct run_mark {
 
 static bool run_mark(pid_t pid, pid_t tid, struct run_mark *m)
 {
-	char path[96], wchan[8];
+	char path[96];
 	unsigned long long run, wait, slices;
 	FILE *f;
 	int n;
 
-	m->state = 0;
-	read_task_state(pid, tid, &m->state, wchan, sizeof(wchan));
+	m->state = proc_read_task_state(pid, tid);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tid);
 	f = fopen(path, "re");
 	if (!f)

@@ -136,24 +136,6 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
 	return target_inspect(pid, e->cache, t, maybe_later, why, why_size);
 }
 
-/* The /proc state letter of a thread (0 when unreadable). */
-static char task_state(pid_t pid, pid_t tid)
-{
-	char path[96], buf[512], *p;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* Off-CPU: the threads of a newly attached target that are already waiting (a deadlock
  * from before pywalk started) would otherwise show only once they wake. Each one asleep
  * now has its stack read here (it cannot move while the thread sleeps) and held as if the
@@ -171,7 +153,7 @@ static void seed_waiting_threads(struct engine *e, const struct target *t)
 	dir = opendir(path);
 	while (dir && (de = readdir(dir))) {
 		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-		char st = tid > 0 ? task_state(t->pid, tid) : 0;
+		char st = tid > 0 ? proc_read_task_state(t->pid, tid) : 0;
 		uint64_t now;
 		int len;
 
@@ -185,7 +167,7 @@ static void seed_waiting_threads(struct engine *e, const struct target *t)
 					      st == 'D' ? PW_BLOCK_IO : PW_BLOCK_SLEEP))
 			continue;
 		/* ran between the read and the mark: the kernel will ship its real stack */
-		if (task_state(t->pid, tid) != st) {
+		if (proc_read_task_state(t->pid, tid) != st) {
 			loader__unmark_switched_out(e->ld, tid, now);
 			continue;
 		}

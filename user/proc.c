@@ -388,3 +388,21 @@ int proc_read_container_id(pid_t pid, char *buf, size_t size)
 	fclose(f);
 	return err;
 }
+
+char proc_read_task_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* the comm may hold ')': the state follows the last one */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}

@@ -65,5 +65,8 @@ bool proc_is_tgid(pid_t pid);
 
 /* The comm of PID (tid == 0) or of its thread TID, into buf (always terminated). 0 or -errno. */
 int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size);
+/* The state letter (R, S, D, T, ...) of thread `tid` of `pid`, from its stat; 0 when it
+ * cannot be read. */
+char proc_read_task_state(pid_t pid, pid_t tid);
 
 #endif
