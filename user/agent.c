@@ -64,10 +64,8 @@ struct agent {
 
 static void add_drops(struct profile_drops *to, const struct profile_drops *d)
 {
-	to->malformed += d->malformed;
-	to->unknown_pid += d->unknown_pid;
-	to->unsymbolized += d->unsymbolized;
-	to->stale += d->stale;
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		to->n[i] += d->n[i];
 }
 
 /* A gzipped pprof of `p` per `o`, into *buf (malloc'ed). 0 or a negative errno. */
@@ -398,17 +396,11 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 	if (!err)
 		err = metrics_family(sb, "pywalk_stacks_not_counted_total", "counter",
 				     "Shipped stacks userspace could not count, by reason.");
-	{
-		const char *reasons[] = { "unsymbolizable", "stale", "malformed", "untracked" };
-		uint64_t vals[] = { drops.unsymbolized, drops.stale, drops.malformed,
-				    drops.unknown_pid };
+	for (int i = 0; !err && i < PROFILE_DROP__COUNT; i++) {
+		const char *l[] = { "reason", profile_drop_name(i), NULL };
 
-		for (int i = 0; !err && i < 4; i++) {
-			const char *l[] = { "reason", reasons[i], NULL };
-
-			err = metrics_sample(sb, "pywalk_stacks_not_counted_total", l,
-					     (double)vals[i]);
-		}
+		err = metrics_sample(sb, "pywalk_stacks_not_counted_total", l,
+				     (double)drops.n[i]);
 	}
 	if (!err)
 		err = metrics_family(sb, "pywalk_records_total", "counter",

@@ -152,13 +152,13 @@ static int print_summary(struct engine *e, const struct probe_set *set)
 		err = engine__read_probe_counts(e, tp->id, &c);
 		if (err || log_level < LOG_INFO)
 			continue;
-		fprintf(stderr, "pywalk: %llu hits of %s, accounted as:\n",
+		log_printf(LOG_INFO, "pywalk: %llu hits of %s, accounted as:\n",
 			(unsigned long long)c.runs, tp->spec.text);
 		for (int k = 0; k < PW_OUT__COUNT; k++)
-			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(k, false),
+			log_printf(LOG_INFO, "  %-26s %10llu\n", engine_outcome_label(k, false),
 				(unsigned long long)c.outcomes[k]);
 		if (tp->latency)
-			fprintf(stderr,
+			log_printf(LOG_INFO,
 				"pywalk: %s: %llu entries; %llu returns without their entry "
 				"(calls in progress at the start), %llu calls nested too deep to "
 				"pair\n",

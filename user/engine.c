@@ -764,13 +764,13 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		ns[i] = st->ns[i] + c->counters[PW_CNT_OFFCPU_NS_PREEMPTED + i];
 		total += ns[i];
 	}
-	fprintf(stderr, "pywalk: %llu walks of waiting threads, accounted as:\n",
+	log_printf(LOG_INFO, "pywalk: %llu walks of waiting threads, accounted as:\n",
 		(unsigned long long)c->offcpu_runs);
 	for (int i = 0; i < PW_OUT__COUNT; i++)
 		if (c->offcpu_outcomes[i] || i == PW_OUT_SHIPPED || log_level >= LOG_DEBUG)
-			fprintf(stderr, "  %-26s %10llu\n", engine_outcome_label(i, false),
+			log_printf(LOG_INFO, "  %-26s %10llu\n", engine_outcome_label(i, false),
 				(unsigned long long)c->offcpu_outcomes[i]);
-	fprintf(stderr,
+	log_printf(LOG_INFO,
 		"pywalk: off-CPU: %llu stacks, %.3f s counted: %llu waits ended (%.3f s sleeping, %.3f s "
 		"uninterruptible/I/O, %.3f s preempted, %.3f s other), %llu still waiting at the "
 		"end (%.3f s); not counted: %llu shorter than --min-block, %llu left again "
@@ -783,7 +783,7 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		(unsigned long long)st->replaced, (unsigned long long)st->over_budget,
 		(unsigned long long)st->ended);
 	if (e->s.min_block_ns)
-		fprintf(stderr,
+		log_printf(LOG_INFO,
 			"pywalk: off-CPU: %llu waits in system calls deferred to their exit: %llu "
 			"walked there (%.3f s), %llu shorter than --min-block (not walked), %llu "
 			"still waiting at the end (read from memory), %llu not attributed (their "
@@ -794,10 +794,11 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 			(unsigned long long)e->deferred_at_end,
 			(unsigned long long)c->counters[PW_CNT_OFFCPU_UNATTRIBUTED],
 			(unsigned long long)c->counters[PW_CNT_OFFCPU_PREEMPTIONS]);
-	fprintf(stderr, "pywalk: off-CPU: %llu thread%s already waiting when sampling began, "
-			"%s read from memory\n",
-		(unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",
-		e->seeded == 1 ? "its stack" : "their stacks");
+	if (e->seeded)
+		log_printf(LOG_INFO, "pywalk: off-CPU: %llu thread%s already waiting when sampling "
+				"began, %s read from memory\n",
+			(unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",
+			e->seeded == 1 ? "its stack" : "their stacks");
 }
 
 void engine__print_summary(struct engine *e, const struct engine_counts *c)
@@ -807,14 +808,14 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 	if (e->off)
 		print_offcpu_summary(e, c);
 	if (e->s.mode != CLI_MODE_OFFCPU) {
-		fprintf(stderr, "pywalk: %llu perf event%s, accounted as:\n",
+		log_printf(LOG_INFO, "pywalk: %llu perf event%s, accounted as:\n",
 			(unsigned long long)c->runs, c->runs == 1 ? "" : "s");
 		/* the buckets that counted something (all of them with -v): they add up to the
 		 * total; the sampler has no --filter */
 		for (int i = 0; i < PW_OUT__COUNT; i++) {
 			if (i == PW_OUT_FILTERED || (!c->outcomes[i] && log_level < LOG_DEBUG))
 				continue;
-			fprintf(stderr, "  %-26s %10llu", engine_outcome_label(i, false),
+			log_printf(LOG_INFO, "  %-26s %10llu", engine_outcome_label(i, false),
 				(unsigned long long)c->outcomes[i]);
 			if (outcome_hints[i])
 				fprintf(stderr, "   (%s)", outcome_hints[i]);
@@ -832,22 +833,26 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 
 	if (log_level < LOG_INFO)
 		return;
-	if (dropped)
-		fprintf(stderr,
-			"pywalk: of the shipped stacks, %llu %s not counted: %llu unsymbolizable "
-			"(code object unreadable, e.g. process exited), %llu stale (code object "
-			"freed and its address reused), %llu malformed, %llu of untracked "
-			"processes\n",
-			(unsigned long long)dropped, dropped == 1 ? "was" : "were",
-			(unsigned long long)d->unsymbolized,
-			(unsigned long long)d->stale, (unsigned long long)d->malformed,
-			(unsigned long long)d->unknown_pid);
+	if (dropped) {
+		const char *sep = ": ";
+
+		log_printf(LOG_INFO, "pywalk: of the shipped stacks, %llu %s not counted",
+			(unsigned long long)dropped, dropped == 1 ? "was" : "were");
+		for (int i = 0; i < PROFILE_DROP__COUNT; i++) {
+			if (!d->n[i])
+				continue;
+			fprintf(stderr, "%s%llu %s", sep, (unsigned long long)d->n[i],
+				profile_drop_text(i));
+			sep = ", ";
+		}
+		fprintf(stderr, "\n");
+	}
 	if (!ds)
 		return;
 	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)
 		skipped += ds->skipped[i];
 	if (ds->targets > 1 || skipped || e->s.all || e->s.subprocesses) {
-		fprintf(stderr, "pywalk: %llu process%s sampled (%llu fork %s inherited %s parent's "
+		log_printf(LOG_INFO, "pywalk: %llu process%s sampled (%llu fork %s inherited %s parent's "
 				"interpreter)",
 			(unsigned long long)ds->targets, ds->targets == 1 ? "" : "es",
 			(unsigned long long)ds->inherited, ds->inherited == 1 ? "child" : "children",
@@ -866,9 +871,11 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		fprintf(stderr, "\n");
 	}
 	if (c->counters[PW_CNT_PROC_LOST] || c->counters[PW_CNT_CODE_LOST])
-		pw_warn("%llu process events and %llu code records were lost (ring buffer full)\n",
+		pw_warn("%llu process event%s and %llu code record%s lost (ring buffer full)\n",
 			(unsigned long long)c->counters[PW_CNT_PROC_LOST],
-			(unsigned long long)c->counters[PW_CNT_CODE_LOST]);
+			c->counters[PW_CNT_PROC_LOST] == 1 ? "" : "s",
+			(unsigned long long)c->counters[PW_CNT_CODE_LOST],
+			c->counters[PW_CNT_CODE_LOST] == 1 ? " was" : "s were");
 	if (log_level >= LOG_DEBUG) {
 		const struct symtab_stats *ss = profile__symtab_stats(e->prof);
 

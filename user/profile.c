@@ -231,12 +231,12 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 
 	if (h->nframes > PW_MAX_FRAMES_CAP ||
 	    size < sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame)) {
-		p->drops.malformed++;
+		p->drops.n[PROFILE_DROP_MALFORMED]++;
 		return 0;
 	}
 	proc = proc_index(p, h->target);
 	if (proc < 0 || proc_at(p, (size_t)proc)->shown.pid != (pid_t)h->pid) {
-		p->drops.unknown_pid++;
+		p->drops.n[PROFILE_DROP_UNTRACKED]++;
 		return 0;
 	}
 	st = symtab_target_of(proc_at(p, (size_t)proc));
@@ -251,10 +251,10 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (sym < 0) {
 			/* never guess: a stack with an unreadable or since-replaced code object
 			 * is not counted */
-			if (sym == -ESTALE)
-				p->drops.stale++;
-			else
-				p->drops.unsymbolized++;
+			p->drops.n[sym == -ESTALE ? PROFILE_DROP_STALE :
+				    sym == -EINVAL ? PROFILE_DROP_NOT_CODE :
+				    sym == -ESRCH  ? PROFILE_DROP_EXITED :
+						     PROFILE_DROP_UNREADABLE]++;
 			return 0;
 		}
 		if (symtab__is_shim(p->symtab, sym))
@@ -313,7 +313,7 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 	__u32 kind;
 
 	if (size < sizeof(kind)) {
-		p->drops.malformed++;
+		p->drops.n[PROFILE_DROP_MALFORMED]++;
 		return 0;
 	}
 	memcpy(&kind, data, sizeof(kind));
@@ -321,7 +321,7 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 		return add_sample(p, data, size);
 	if (kind == PW_REC_CODE && size >= sizeof(struct pw_code_hdr))
 		return add_code(p, data, size);
-	p->drops.malformed++;
+	p->drops.n[PROFILE_DROP_MALFORMED]++;
 	return 0;
 }
 
@@ -409,7 +409,36 @@ const struct profile_drops *profile__drops(const struct profile *p)
 
 uint64_t profile__dropped(const struct profile *p)
 {
-	return p->drops.malformed + p->drops.unknown_pid + p->drops.unsymbolized + p->drops.stale;
+	uint64_t n = 0;
+
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		n += p->drops.n[i];
+	return n;
+}
+
+static const struct {
+	const char *name, *text;
+} drop_reasons[PROFILE_DROP__COUNT] = {
+	[PROFILE_DROP_EXITED] = { "exited", "of processes that had exited before their code "
+					    "objects were read" },
+	[PROFILE_DROP_UNREADABLE] = { "unreadable", "with a code object that could not be "
+						    "read from its live process" },
+	[PROFILE_DROP_NOT_CODE] = { "not_code", "whose code object had been freed (no code "
+						"object at its address)" },
+	[PROFILE_DROP_STALE] = { "stale", "whose code object had been freed and its address "
+					  "reused by another" },
+	[PROFILE_DROP_MALFORMED] = { "malformed", "malformed" },
+	[PROFILE_DROP_UNTRACKED] = { "untracked", "of untracked processes" },
+};
+
+const char *profile_drop_name(enum profile_drop d)
+{
+	return drop_reasons[d].name;
+}
+
+const char *profile_drop_text(enum profile_drop d)
+{
+	return drop_reasons[d].text;
 }
 
 const struct profile_process *profile__process(const struct profile *p, uint32_t proc)

@@ -59,13 +59,26 @@ struct profile_process {
 };
 
 /* Samples that reached userspace but were not counted, by reason. */
-struct profile_drops {
-	uint64_t malformed;	/* record shorter than it claims */
-	uint64_t unknown_pid;	/* of a process (target id) never tracked */
-	uint64_t unsymbolized;	/* a code object could not be read (process exited) */
-	uint64_t stale;		/* a code object was freed and its address reused before
-				 * it could be read */
+/* Why a shipped stack was not counted: one bucket each, named in the summary and in the
+ * agent's metrics. */
+enum profile_drop {
+	PROFILE_DROP_EXITED,	 /* a code object unread when its process had exited */
+	PROFILE_DROP_UNREADABLE, /* a code object unreadable in a process still there */
+	PROFILE_DROP_NOT_CODE,	 /* no code object at that address any more (freed) */
+	PROFILE_DROP_STALE,	 /* another code object took the sampled one's address */
+	PROFILE_DROP_MALFORMED,	 /* record shorter than it claims */
+	PROFILE_DROP_UNTRACKED,	 /* of a process (target id) never tracked */
+	PROFILE_DROP__COUNT
 };
+
+struct profile_drops {
+	uint64_t n[PROFILE_DROP__COUNT];
+};
+
+/* The metric label value of a drop reason ("exited", "stale", ...). */
+const char *profile_drop_name(enum profile_drop d);
+/* The summary's words for it ("of processes that had exited before ..."). */
+const char *profile_drop_text(enum profile_drop d);
 
 /* How the samples were taken, so writers can state periods and times. */
 struct profile_sampling {

@@ -1002,3 +1002,21 @@ def test_log_levels_reach_the_journal(pywalk, tmp_path):
             assert lines[0].startswith("<3>"), lines
         else:
             assert all(l.startswith("pywalk: ") for l in lines), lines
+
+
+def test_exit_summary_lines_each_carry_a_journal_priority(pywalk, tmp_path):
+    """The summary is several lines (buckets, details): under systemd every one of them
+    carries a priority, so the journal does not file the rows under the unit's default."""
+    log = tmp_path / "stderr"
+    env = dict(os.environ)
+    with open(log, "w") as f:
+        st = os.fstat(f.fileno())
+        env["JOURNAL_STREAM"] = "%d:%d" % (st.st_dev, st.st_ino)
+        r = subprocess.run([pywalk, "record", "-d", "1", "-o", str(tmp_path / "p.folded"),
+                            "--", "/usr/bin/python3", "-c", "while True: pass"],
+                           stderr=f, env=env, timeout=60)
+    lines = log.read_text().splitlines()
+    assert r.returncode == 0, lines
+    assert any("perf events, accounted as:" in l for l in lines), lines
+    assert any(re.match(r"^<6>  shipped +\d+", l) for l in lines), lines
+    assert all(re.match(r"^<[3467]>(pywalk: |  )", l) for l in lines), lines

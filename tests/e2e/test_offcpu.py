@@ -55,9 +55,10 @@ def offcpu_summary(stderr):
     p = OFFCPU_RE.search(stderr)
     assert p, "no off-CPU pairing line:\n" + stderr
     pair = dict((k, float(v) if "." in v else int(v)) for k, v in p.groupdict().items())
+    # the line is printed only when a thread was waiting at the start
     s = SEEDED_RE.search(stderr)
-    assert s, "no line about the threads waiting at the start:\n" + stderr
-    pair["seeded"] = int(s.group(1))
+    pair["seeded"] = int(s.group(1)) if s else 0
+    assert not s or pair["seeded"] > 0, stderr
     d = DEFERRED_RE.search(stderr)
     pair.update(dict((k, float(v) if "." in v else int(v)) for k, v in d.groupdict().items())
                 if d else {"deferred": 0, "at_exit": 0, "not_walked": 0, "at_end": 0,

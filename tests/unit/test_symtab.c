@@ -43,25 +43,47 @@ static void test_reused_address_is_not_named_after_the_old_object(void **state)
 	fx_free(fx);
 }
 
-static void test_object_changed_since_the_sample_is_dropped_as_stale(void **state)
+/* One record of a one-frame stack of `code` sampled with `tag`; the bucket it fell in. */
+static void add_one_frame_record(struct fx *fx, uint64_t code, uint32_t tag)
 {
-	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
-	uint64_t code = fx_code(fx, "f", "a.py", 1);
 	size_t size = sizeof(struct pw_sample_hdr) + sizeof(struct pw_frame);
 	struct pw_sample_hdr *h = calloc(1, size);
 	struct pw_frame *fr = (struct pw_frame *)(h + 1);
 
-	(void)state;
 	h->kind = PW_REC_SAMPLE;
 	h->target = fx->t.id;
 	h->pid = (uint32_t)getpid();
 	h->tid = (uint32_t)gettid();
 	h->nframes = 1;
-	*fr = (struct pw_frame){ .code = code, .instr = PW_INSTR_NONE, .tag = 0x12345678 };
+	*fr = (struct pw_frame){ .code = code, .instr = PW_INSTR_NONE, .tag = tag };
 	assert_int_equal(profile__add_record(fx->p, h, size), 0);
-	assert_int_equal(profile__drops(fx->p)->stale, 1);
-	assert_int_equal(agg__total(profile__agg(fx->p)), 0);
 	free(h);
+}
+
+static void test_object_changed_since_the_sample_is_dropped_as_stale(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+
+	(void)state;
+	add_one_frame_record(fx, fx_code(fx, "f", "a.py", 1), 0x12345678);
+	assert_int_equal(profile__drops(fx->p)->n[PROFILE_DROP_STALE], 1);
+	assert_int_equal(profile__dropped(fx->p), 1);
+	assert_int_equal(agg__total(profile__agg(fx->p)), 0);
+	fx_free(fx);
+}
+
+/* A live process whose code object cannot be read is not "exited": the summary names the
+ * reason that happened */
+static void test_unreadable_code_in_a_live_process_is_its_own_reason(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+
+	(void)state;
+	add_one_frame_record(fx, 0x10, 0); /* unmapped in this live process */
+	assert_int_equal(profile__drops(fx->p)->n[PROFILE_DROP_UNREADABLE], 1);
+	assert_int_equal(profile__drops(fx->p)->n[PROFILE_DROP_EXITED], 0);
+	assert_int_equal(profile__dropped(fx->p), 1);
+	assert_string_equal(profile_drop_name(PROFILE_DROP_UNREADABLE), "unreadable");
 	fx_free(fx);
 }
 
@@ -359,6 +381,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reused_address_is_not_named_after_the_old_object),
 		cmocka_unit_test(test_object_changed_since_the_sample_is_dropped_as_stale),
+		cmocka_unit_test(test_unreadable_code_in_a_live_process_is_its_own_reason),
 		cmocka_unit_test(test_decode_str_is_valid_utf8),
 		cmocka_unit_test(test_decode_str_keeps_what_follows_a_nul),
 		cmocka_unit_test(test_str_length_after_state_is_read),
