@@ -73,6 +73,14 @@ int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line)
 int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
 	     uint64_t count)
 {
+	size_t index;
+
+	return agg__add_at(agg, who, ids, n, count, &index);
+}
+
+int agg__add_at(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
+		uint64_t count, size_t *index)
+{
 	struct stack_key k = { .proc = who->proc, .tid = who->tid, .probe = who->probe, .n = n,
 			       .ids = ids, .arena = agg->arena };
 	uint64_t hash = hash_bytes(ids, n * sizeof(*ids),
@@ -84,6 +92,7 @@ int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, ui
 	if (id >= 0) {
 		((struct agg_stack *)intern_at(&agg->stacks, (size_t)id))->count += count;
 		agg->total += count;
+		*index = (size_t)id;
 		return 0;
 	}
 	err = grow_array((void **)&agg->arena, &agg->arena_cap, agg->arena_len + n,
@@ -100,6 +109,7 @@ int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, ui
 		memcpy(agg->arena + agg->arena_len, ids, n * sizeof(*ids));
 	agg->arena_len += n;
 	agg->total += count;
+	*index = (size_t)id;
 	return 0;
 }
 

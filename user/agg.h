@@ -39,6 +39,9 @@ int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line);
  * first) of `who`. 0 or -ENOMEM. */
 int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
 	     uint64_t count);
+/* The same, and the index of the stack counted (for agg__stack) in *index. */
+int agg__add_at(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
+		uint64_t count, size_t *index);
 
 size_t agg__nstacks(const struct agg *agg);
 const struct agg_stack *agg__stack(const struct agg *agg, size_t i);

@@ -266,6 +266,7 @@ int cmd_record(int argc, char **argv)
 		.sampling = &s,
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
+			     .timeline = writer->timeline,
 			     .by_process = s.npids > 1 || s.all } });
 	if (!e)
 		return EXIT_FAIL;

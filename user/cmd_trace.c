@@ -202,7 +202,11 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 		writer = out_by_path(o->path);
 	if (!writer)
 		writer = out_by_name("folded");
+	if (writer->timeline && !t->latency)
+		return cli_usage_error("trace", "%s", "the timeline format places each hit in "
+						      "time by what it lasted: use it with --latency");
 
+	eo.profile.timeline = writer->timeline;
 	eo.profile.by_process = s->npids > 1 || s->all;
 	eo.profile.nprobes = (uint32_t)t->set.nprobes;
 	for (size_t i = 0; i < t->set.nprobes; i++) {

@@ -657,6 +657,7 @@ static void read_deferred_wait(void *ctx, pid_t tid, uint32_t target, uint64_t t
 	if (len <= 0)
 		return;
 	((struct pw_sample_hdr *)rec)->weight = ns;
+	((struct pw_sample_hdr *)rec)->time_ns = now; /* the wait, counted up to now */
 	e->deferred_at_end++;
 	count_sample(e, rec, (size_t)len);
 }
@@ -847,6 +848,11 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		}
 		fprintf(stderr, "\n");
 	}
+	if (profile__timeline_dropped(e->prof))
+		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "
+			"samples at most\n",
+			(unsigned long long)profile__timeline_dropped(e->prof),
+			PROFILE_TIMELINE_BUDGET >> 20);
 	if (!ds)
 		return;
 	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)

@@ -162,6 +162,8 @@ static int complete(struct offcpu *o, uint32_t id, uint64_t ns, uint32_t block,
 			o->st.counted++;
 			o->st.ns[block < PW_BLOCK__COUNT ? block : PW_BLOCK_OTHER] += ns;
 		}
+		/* the record was stamped when the thread left: what it now weighs ends here */
+		hdr->time_ns += ns;
 		if (hdr->weight)
 			err = emit(ctx, h->rec, h->size);
 	}
@@ -184,7 +186,10 @@ int offcpu__count_open(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, v
 			continue;
 		hdr->weight = so_far - h->counted_ns;
 		h->counted_ns = so_far;
+		/* stamped with the end of the part counted now (the timeline's interval) */
+		hdr->time_ns = now_ns;
 		err = emit(ctx, h->rec, h->size);
+		hdr->time_ns = now_ns - so_far;
 		hdr->weight = 0;
 		if (err)
 			return err;

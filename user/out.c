@@ -6,16 +6,17 @@
 #include "out.h"
 
 static const struct out_writer writers[] = {
-	{ "folded", ".folded", out_folded_write },
-	{ "folded", ".collapsed", out_folded_write },
-	{ "folded", ".txt", out_folded_write },
-	{ "html", ".html", out_html_write },
-	{ "html", ".htm", out_html_write },
-	{ "speedscope", ".speedscope.json", out_speedscope_write },
-	{ "speedscope", ".json", out_speedscope_write },
-	{ "pprof", ".pb.gz", out_pprof_write },
-	{ "pprof", ".pprof", out_pprof_write },
-	{ "svg", ".svg", out_svg_write },
+	{ "folded", ".folded", out_folded_write, false },
+	{ "folded", ".collapsed", out_folded_write, false },
+	{ "folded", ".txt", out_folded_write, false },
+	{ "html", ".html", out_html_write, false },
+	{ "html", ".htm", out_html_write, false },
+	{ "speedscope", ".speedscope.json", out_speedscope_write, false },
+	{ "timeline", ".timeline.json", out_timeline_write, true },
+	{ "speedscope", ".json", out_speedscope_write, false },
+	{ "pprof", ".pb.gz", out_pprof_write, false },
+	{ "pprof", ".pprof", out_pprof_write, false },
+	{ "svg", ".svg", out_svg_write, false },
 };
 
 const struct out_writer *out_by_name(const char *name)
@@ -54,5 +55,5 @@ bool out_path_has_extension(const char *path)
 
 const char *out_names(void)
 {
-	return "folded, html, svg, speedscope, pprof";
+	return "folded, html, svg, speedscope, timeline, pprof";
 }

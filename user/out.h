@@ -13,6 +13,7 @@ struct out_writer {
 	const char *name;      /* -f/--format value */
 	const char *extension; /* picked by output file name's ending, e.g. ".folded" */
 	int (*write)(FILE *f, const struct profile *p);
+	bool timeline; /* needs each sample's time (profile_opts.timeline) */
 };
 
 /* Writer by format name, NULL if unknown. */
@@ -31,6 +32,8 @@ int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct ag
 int out_html_write(FILE *f, const struct profile *p);
 int out_svg_write(FILE *f, const struct profile *p);
 int out_speedscope_write(FILE *f, const struct profile *p);
+/* speedscope's format with samples in time order per thread (needs opts.timeline). */
+int out_timeline_write(FILE *f, const struct profile *p);
 int out_pprof_write(FILE *f, const struct profile *p);
 
 /* pprof of part of a profile, for the agent: only the stacks of process `proc` (an agg

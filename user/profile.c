@@ -58,6 +58,10 @@ struct profile {
 	uint32_t ids[PW_MAX_FRAMES_CAP];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
+
+	struct profile_event *events; /* opts.timeline */
+	size_t nevents, events_cap;
+	uint64_t events_dropped;
 };
 
 struct thread_key {
@@ -123,6 +127,7 @@ void profile__free(struct profile *p)
 	if (p->owns_symtab)
 		symtab__free(p->symtab);
 	agg__free(p->agg);
+	free(p->events);
 	intern_free(&p->procs);
 	intern_free(&p->threads);
 	intern_free(&p->fcache);
@@ -219,6 +224,35 @@ static uint64_t sample_period_ns(const struct profile *p)
 	return p->sampling.frequency_hz ? 1000000000ull / p->sampling.frequency_hz : 0;
 }
 
+/* The time a counted stack of `probe` weighing `weight` stands for: a sample's period on
+ * CPU, a wait's or a call's nanoseconds; 0 for a hit that is counted, not timed. */
+static uint64_t event_ns(const struct profile *p, uint16_t probe, uint64_t weight)
+{
+	if (probe == PW_PROBE_OFFCPU)
+		return weight;
+	if (probe)
+		return probe < PW_MAX_PROBES && p->opts.probe_ns[probe] ? weight : 0;
+	return p->opts.value == PROFILE_VALUE_SAMPLES ? weight * sample_period_ns(p) : weight;
+}
+
+/* Place a counted sample in time, within the timeline's byte budget. */
+static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_t stack)
+{
+	size_t budget = p->opts.timeline_bytes ? p->opts.timeline_bytes : PROFILE_TIMELINE_BUDGET;
+	int err;
+
+	if ((p->nevents + 1) * sizeof(*p->events) > budget) {
+		p->events_dropped++;
+		return 0;
+	}
+	err = grow_array((void **)&p->events, &p->events_cap, p->nevents + 1, sizeof(*p->events));
+	if (err)
+		return err;
+	p->events[p->nevents++] = (struct profile_event){ .end_ns = end_ns, .dur_ns = dur_ns,
+							  .stack = stack };
+	return 0;
+}
+
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
 {
 	const struct pw_frame *frames;
@@ -227,6 +261,7 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	uint32_t n = 0;
 	uint64_t weight;
 	uint16_t probe;
+	size_t stack;
 	int err;
 
 	if (h->nframes > PW_MAX_FRAMES_CAP ||
@@ -282,10 +317,12 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		probe = 0; /* time off CPU, counted with the sampler's stacks (wall) */
 	else if (probe == 0 && p->opts.value == PROFILE_VALUE_WALL_NS)
 		weight *= sample_period_ns(p); /* a sample stands for a period on CPU */
-	err = agg__add(p->agg,
-		       &(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
-					  .probe = probe },
-		       p->ids, n, weight);
+	err = agg__add_at(p->agg,
+			  &(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
+					     .probe = probe },
+			  p->ids, n, weight, &stack);
+	if (!err && p->opts.timeline)
+		err = note_event(p, h->time_ns, event_ns(p, h->probe, weight), stack);
 	if (!err && p->opts.on_stack)
 		p->opts.on_stack(p->opts.on_stack_ctx, p, h, (uint32_t)proc, p->ids, n);
 	return err;
@@ -405,6 +442,17 @@ const struct profile_opts *profile__opts(const struct profile *p)
 const struct profile_drops *profile__drops(const struct profile *p)
 {
 	return &p->drops;
+}
+
+const struct profile_event *profile__timeline(const struct profile *p, size_t *n)
+{
+	*n = p->nevents;
+	return p->events;
+}
+
+uint64_t profile__timeline_dropped(const struct profile *p)
+{
+	return p->events_dropped;
 }
 
 uint64_t profile__dropped(const struct profile *p)

@@ -31,6 +31,11 @@ struct profile_opts {
 	bool by_function;    /* a frame is its function, at its first line, not the line
 			      * running: one box per function (--function) */
 	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */
+	/* keep every counted sample's time too (the timeline format), within
+	 * timeline_bytes (0: PROFILE_TIMELINE_BUDGET); past it samples are counted but not
+	 * placed in time, and profile__timeline_dropped says how many */
+	bool timeline;
+	size_t timeline_bytes;
 	/* trace: its probes by id (index 0 unused; the strings outlive the profile), and
 	 * whether a probe's hits weigh nanoseconds (--latency) rather than count once.
 	 * Several probes get a root frame each in folded output; pprof names its sample
@@ -79,6 +84,15 @@ struct profile_drops {
 const char *profile_drop_name(enum profile_drop d);
 /* The summary's words for it ("of processes that had exited before ..."). */
 const char *profile_drop_text(enum profile_drop d);
+
+/* One counted sample in time: the interval [end_ns - dur_ns, end_ns] of the kernel's
+ * monotonic clock that it weighs, and its agg stack (which names process and thread). */
+struct profile_event {
+	uint64_t end_ns;
+	uint64_t dur_ns;
+	size_t stack;
+};
+#define PROFILE_TIMELINE_BUDGET ((size_t)64 << 20)
 
 /* How the samples were taken, so writers can state periods and times. */
 struct profile_sampling {
@@ -134,6 +148,10 @@ const struct agg *profile__agg(const struct profile *p);
 const struct symtab *profile__symtab(const struct profile *p);
 const struct profile_opts *profile__opts(const struct profile *p);
 const struct profile_drops *profile__drops(const struct profile *p);
+/* The samples in time (opts.timeline), in the order counted; *n of them. */
+const struct profile_event *profile__timeline(const struct profile *p, size_t *n);
+/* Samples counted but not in the timeline: past its byte budget. */
+uint64_t profile__timeline_dropped(const struct profile *p);
 /* Shipped records not counted, all reasons together. */
 uint64_t profile__dropped(const struct profile *p);
 /* The process of agg stacks' `proc` field (NULL if out of range). */

@@ -51,6 +51,7 @@ struct fx {
 	void *allocs[FX_MAX_ALLOCS];
 	size_t nallocs;
 	uint64_t empty_bytes; /* shared empty line table */
+	uint64_t time_ns;     /* the samples' time (bpf_ktime_get_ns) */
 };
 
 FX_API void *fx_alloc(struct fx *fx, size_t size)
@@ -154,6 +155,7 @@ FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32
 	h->pid = (uint32_t)getpid();
 	h->tid = tid ? tid : (uint32_t)gettid();
 	h->nframes = n;
+	h->time_ns = fx->time_ns;
 	for (uint32_t i = 0; i < n; i++) { /* records are leaf first */
 		const uint8_t *co = (const uint8_t *)(uintptr_t)codes[n - 1 - i];
 		__u64 words[PW_CODE_TAG_WORDS] = { 0 };

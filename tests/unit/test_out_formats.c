@@ -26,7 +26,7 @@ static void test_formats_by_name(void **state)
 	assert_ptr_equal(out_by_name("svg")->write, out_svg_write);
 	assert_null(out_by_name("bogus"));
 	assert_null(out_by_name(""));
-	assert_string_equal(out_names(), "folded, html, svg, speedscope, pprof");
+	assert_string_equal(out_names(), "folded, html, svg, speedscope, timeline, pprof");
 }
 
 static void test_formats_by_extension(void **state)
@@ -39,6 +39,9 @@ static void test_formats_by_extension(void **state)
 	assert_string_equal(by_path("out.htm"), "html");
 	assert_string_equal(by_path("out.speedscope.json"), "speedscope");
 	assert_string_equal(by_path("out.json"), "speedscope");
+	assert_string_equal(by_path("out.timeline.json"), "timeline");
+	assert_true(out_by_name("timeline")->timeline);
+	assert_false(out_by_name("speedscope")->timeline);
 	assert_string_equal(by_path("out.pb.gz"), "pprof");
 	assert_string_equal(by_path("cpu.pprof"), "pprof");
 	assert_string_equal(by_path("flame.svg"), "svg");

@@ -119,6 +119,81 @@ static void test_speedscope_empty_profile_is_valid(void **state)
 	fx_free(fx);
 }
 
+/* 99 Hz (a period of 10101010 ns); thread 101: main>work at 100 ms and one period later,
+ * main>idle at 200 ms; thread 202: main>work at 150 ms */
+static struct fx *timed_profile(size_t budget)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ .timeline = true,
+						       .timeline_bytes = budget },
+			       "proc");
+	uint64_t a = fx_code(fx, "main", "/app.py", 10), b = fx_code(fx, "work", "/app.py", 20);
+	uint64_t c = fx_code(fx, "idle", "/lib.py", 5);
+
+	fx->time_ns = 100000000;
+	fx_sample(fx, 101, (uint64_t[]){ a, b }, 2, 1);
+	fx->time_ns = 110101010;
+	fx_sample(fx, 101, (uint64_t[]){ a, b }, 2, 1);
+	fx->time_ns = 150000000;
+	fx_sample(fx, 202, (uint64_t[]){ a, b }, 2, 1);
+	fx->time_ns = 200000000;
+	fx_sample(fx, 101, (uint64_t[]){ a, c }, 2, 1);
+	return fx;
+}
+
+/* samples in time order per thread, each a period long, a gap an empty sample, every
+ * thread on the same axis (0 = the earliest sample's start) */
+static void test_timeline_small_profile_exact(void **state)
+{
+	struct fx *fx = timed_profile(0);
+	char want[2048];
+	size_t len;
+	char *out = fx_write(fx, out_timeline_write, &len);
+
+	(void)state;
+	snprintf(want, sizeof(want),
+		 "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+		 "\"exporter\":\"pywalk " PYWALK_VERSION "\",\"name\":\"proc (%d)\",\n"
+		 "\"shared\":{\"frames\":[\n"
+		 "{\"name\":\"main\",\"file\":\"/app.py\",\"line\":10},\n"
+		 "{\"name\":\"work\",\"file\":\"/app.py\",\"line\":20},\n"
+		 "{\"name\":\"idle\",\"file\":\"/lib.py\",\"line\":5}]},\n"
+		 "\"profiles\":["
+		 "{\"type\":\"sampled\",\"name\":\"? (101)\",\"unit\":\"nanoseconds\","
+		 "\"startValue\":0,\"endValue\":110101010,\n"
+		 "\"samples\":[\n[0,1],\n[0,1],\n[],\n[0,2]],\n"
+		 "\"weights\":[10101010,10101010,79797980,10101010]},\n"
+		 "{\"type\":\"sampled\",\"name\":\"? (202)\",\"unit\":\"nanoseconds\","
+		 "\"startValue\":0,\"endValue\":60101010,\n"
+		 "\"samples\":[\n[],\n[0,1]],\n\"weights\":[50000000,10101010]}],\n"
+		 "\"activeProfileIndex\":0}\n",
+		 getpid());
+	assert_non_null(out);
+	assert_string_equal(out, want);
+	assert_true(fx_json_valid(out, len));
+	free(out);
+	fx_free(fx);
+}
+
+/* past its byte budget a sample is counted, not placed, and the count says so */
+static void test_timeline_keeps_to_its_budget(void **state)
+{
+	struct fx *fx = timed_profile(2 * sizeof(struct profile_event));
+	size_t n, len;
+	char *out;
+
+	(void)state;
+	profile__timeline(fx->p, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(profile__timeline_dropped(fx->p), 2);
+	assert_int_equal(agg__total(profile__agg(fx->p)), 4);
+	out = fx_write(fx, out_timeline_write, &len);
+	assert_non_null(out);
+	assert_true(fx_json_valid(out, len));
+	assert_non_null(strstr(out, "\"weights\":[10101010,10101010]}"));
+	free(out);
+	fx_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +201,8 @@ int main(void)
 		cmocka_unit_test(test_speedscope_counts_samples_when_period_unknown),
 		cmocka_unit_test(test_speedscope_hostile_names_stay_json_strings),
 		cmocka_unit_test(test_speedscope_empty_profile_is_valid),
+		cmocka_unit_test(test_timeline_small_profile_exact),
+		cmocka_unit_test(test_timeline_keeps_to_its_budget),
 	};
 
 	return cmocka_run_group_tests_name("out_speedscope", tests, NULL, NULL);
