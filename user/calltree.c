@@ -124,6 +124,9 @@ static int merge_stacks(struct calltree *t)
 	struct strbuf tmp = { 0 };
 	int err = 0;
 
+	t->stack_node = malloc((agg__nstacks(agg) ? agg__nstacks(agg) : 1) * sizeof(*t->stack_node));
+	if (!t->stack_node)
+		return -ENOMEM;
 	for (size_t i = 0; i < agg__nstacks(agg) && !err; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *ids = agg__stack_frames(agg, s);
@@ -151,10 +154,12 @@ static int merge_stacks(struct calltree *t)
 		}
 		for (uint32_t j = 0; j < s->nframes && cur >= 0; j++)
 			cur = child(t, (uint32_t)cur, py_frame(t, ids[j]));
-		if (cur < 0)
+		if (cur < 0) {
 			err = (int)cur;
-		else
+		} else {
 			t->nodes[cur].self += s->count;
+			t->stack_node[i] = (uint32_t)cur;
+		}
 	}
 	strbuf_free(&tmp);
 	return err;
@@ -235,6 +240,7 @@ void calltree_free(struct calltree *t)
 	free(t->frames);
 	free(t->nodes);
 	free(t->rank);
+	free(t->stack_node);
 	free(t->agg_map);
 	free(t->root_map);
 	htab_free(&t->child_index);

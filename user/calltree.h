@@ -38,6 +38,7 @@ struct calltree {
 	struct calltree_node *nodes;
 	size_t nnodes, nodes_cap;
 	uint32_t *rank; /* frame index -> position in label order */
+	uint32_t *stack_node; /* agg stack index -> the node it ends at */
 	/* building only */
 	uint32_t *agg_map;  /* agg frame id -> frame index, NONE until used */
 	uint32_t *root_map; /* string id of a root frame's label -> frame index */

@@ -21,14 +21,17 @@
 #define MARK_TITLE "@PYWALK_TITLE@"
 #define MARK_DATA "@PYWALK_DATA@"
 
-/* "nodes":[frame,depth,self,...] in preorder, children by label; the root is implicit. */
-static int add_nodes(const struct calltree *t, struct strbuf *sb)
+/* "nodes":[frame,depth,self,...] in preorder, children by label; the root is implicit.
+ * pos[node id] = its index in the page (0 the root). */
+static int add_nodes(const struct calltree *t, struct strbuf *sb, uint32_t *pos)
 {
 	uint32_t *order = calltree_preorder(t);
 	int err = strbuf_add(sb, "\"nodes\":[", 9);
 
 	if (!order)
 		err = -ENOMEM;
+	for (size_t i = 0; i < t->nnodes && !err; i++)
+		pos[order[i]] = (uint32_t)i;
 	/* order[0] is the root */
 	for (size_t i = 1; i < t->nnodes && !err; i++) {
 		const struct calltree_node *n = &t->nodes[order[i]];
@@ -74,6 +77,81 @@ static int add_unsafe(struct strbuf *sb)
 	return err;
 }
 
+struct who_ref {
+	uint32_t proc, tid;
+	size_t stack;
+};
+
+static int cmp_who(const void *a, const void *b)
+{
+	const struct who_ref *x = a, *y = b;
+
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->stack > y->stack) - (x->stack < y->stack);
+}
+
+/* ,"threads":[["thread (TID)","comm (PID)"],...],"stacks":[node,thread,samples,...]: what
+ * each thread counted at each node, for the page's thread and process filter. */
+static int add_threads(const struct calltree *t, struct strbuf *sb, const uint32_t *pos)
+{
+	const struct agg *agg = profile__agg(t->p);
+	size_t n = agg__nstacks(agg), nthreads = 0, i;
+	struct who_ref *w = malloc((n ? n : 1) * sizeof(*w));
+	uint32_t *thread = malloc((n ? n : 1) * sizeof(*thread));
+	int err = w && thread ? strbuf_addf(sb, ",\n\"threads\":[") : -ENOMEM;
+
+	for (i = 0; i < n && !err; i++) {
+		const struct agg_stack *s = agg__stack(agg, i);
+
+		w[i] = (struct who_ref){ .proc = s->proc, .tid = s->tid, .stack = i };
+	}
+	if (!err)
+		qsort(w, n, sizeof(*w), cmp_who);
+	for (i = 0; i < n && !err; i++) {
+		const struct profile_process *pr;
+		char tag[PROFILE_TAG_SIZE];
+		struct strbuf label = { 0 };
+
+		if (i && w[i].proc == w[i - 1].proc && w[i].tid == w[i - 1].tid) {
+			thread[w[i].stack] = (uint32_t)nthreads - 1;
+			continue;
+		}
+		thread[w[i].stack] = (uint32_t)nthreads++;
+		pr = profile__process(t->p, w[i].proc);
+		profile__process_tag(t->p, w[i].proc, tag, sizeof(tag));
+		err = strbuf_addf(&label, "%s (%u)",
+				  profile__proc_thread_name(t->p, w[i].proc, w[i].tid), w[i].tid);
+		if (!err)
+			err = strbuf_add(sb, nthreads > 1 ? ",\n[" : "\n[", nthreads > 1 ? 3 : 2);
+		if (!err)
+			err = add_json_str(sb, label.buf);
+		strbuf_free(&label);
+		if (!err)
+			err = strbuf_addf(&label, "%s%s", pr ? pr->comm : "?", tag);
+		if (!err)
+			err = strbuf_add(sb, ",", 1);
+		if (!err)
+			err = add_json_str(sb, label.buf);
+		strbuf_free(&label);
+		if (!err)
+			err = strbuf_add(sb, "]", 1);
+	}
+	if (!err)
+		err = strbuf_addf(sb, "],\n\"stacks\":[");
+	for (i = 0; i < n && !err; i++)
+		err = strbuf_addf(sb, "%s%u,%u,%llu", i ? (i % 8 ? "," : ",\n") : "",
+				  pos[t->stack_node[i]], thread[i],
+				  (unsigned long long)agg__stack(agg, i)->count);
+	if (!err)
+		err = strbuf_add(sb, "]", 1);
+	free(w);
+	free(thread);
+	return err;
+}
+
 /* The page title (HTML text) and the document title inside the data (JSON). */
 static int make_title(const struct profile *p, struct strbuf *title)
 {
@@ -96,6 +174,7 @@ static int make_title(const struct profile *p, struct strbuf *title)
 static int add_data(const struct calltree *h, struct strbuf *sb, const char *title)
 {
 	const struct profile_sampling *smp = profile__sampling(h->p);
+	uint32_t *pos = NULL;
 	int err;
 
 	err = strbuf_addf(sb, "{\"version\":1,\"exporter\":\"pywalk %s\",\"title\":",
@@ -130,10 +209,16 @@ static int add_data(const struct calltree *h, struct strbuf *sb, const char *tit
 	}
 	if (!err)
 		err = strbuf_add(sb, "],\n", 3);
+	pos = malloc((h->nnodes ? h->nnodes : 1) * sizeof(*pos));
+	if (!err && !pos)
+		err = -ENOMEM;
 	if (!err)
-		err = add_nodes(h, sb);
+		err = add_nodes(h, sb, pos);
+	if (!err)
+		err = add_threads(h, sb, pos);
 	if (!err)
 		err = strbuf_add(sb, "}", 1);
+	free(pos);
 	return err;
 }
 

@@ -59,7 +59,9 @@ static void test_html_tree_merges_prefixes_sorted_by_name(void **state)
 	assert_non_null(strstr(data, "\"strings\":[\n\"main\",\n\"/app.py\",\n\"work\",\n"
 				     "\"aux\"],\n"
 				     "\"frames\":[0,1,3,2,1,7,3,1,9],\n"
-				     "\"nodes\":[\n0,1,1,2,2,2,1,2,3]}"));
+				     "\"nodes\":[\n0,1,1,2,2,2,1,2,3],\n"));
+	/* each stack's end node in the page (1 main, 2 aux, 3 work), its thread, samples */
+	assert_non_null(strstr(data, "\"stacks\":[3,0,3,2,0,2,1,0,1]}"));
 	snprintf(want, sizeof(want), "<title>pywalk flame graph: proc (%d)</title>", getpid());
 	assert_non_null(strstr(page, want));
 	free(page);
@@ -83,7 +85,10 @@ static void test_html_thread_roots_have_no_file(void **state)
 	/* "? (4242)" is a root frame: file -1; main sits below it at depth 2 */
 	assert_non_null(strstr(data, "\"strings\":[\n\"? (4242)\",\n\"main\",\n\"/app.py\"],\n"
 				     "\"frames\":[0,-1,0,1,2,3],\n"
-				     "\"nodes\":[\n0,1,0,1,2,2]}"));
+				     "\"nodes\":[\n0,1,0,1,2,2],\n"));
+	/* the thread filter's list: thread label, process label; the stack ends at node 2 */
+	assert_non_null(strstr(data, "\"threads\":[\n[\"? (4242)\",\"proc ("));
+	assert_non_null(strstr(data, "\"stacks\":[2,0,2]}"));
 	free(page);
 	fx_free(fx);
 }
@@ -140,7 +145,7 @@ static void test_html_empty_profile_is_valid(void **state)
 	data = data_block(page, &dlen);
 	assert_true(fx_json_valid(data, dlen));
 	assert_non_null(strstr(data, "\"total\":0,"));
-	assert_non_null(strstr(data, "\"nodes\":[]}"));
+	assert_non_null(strstr(data, "\"nodes\":[],\n\"threads\":[],\n\"stacks\":[]}"));
 	assert_non_null(strstr(page, "<title>pywalk flame graph (no samples)</title>"));
 	free(page);
 	fx_free(fx);

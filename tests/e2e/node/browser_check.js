@@ -84,6 +84,22 @@ async function probeFrames(page, out, probes) {
     res.drawn = await page.evaluate(() => Array.from(window.__pywalkDrawn));
   }
   await page.keyboard.press("Escape");
+  // the thread filter: each choice, its total and which of the names it draws
+  if (probes.who) {
+    out.who = [];
+    const choices = await page.evaluate(() => window.pywalkFlame.whoChoices());
+    for (const [value, text] of choices) {
+      await page.selectOption("#who", value);
+      out.who.push(await page.evaluate(([v, t, names]) => {
+        const f = window.pywalkFlame;
+        const drawn = {};
+        for (const name of names) drawn[name] = f.find(name + " (") !== null;
+        return { value: v, text: t, who: f.who(), total: f.viewTotal(), drawn,
+          meta: document.getElementById("meta").textContent };
+      }, [value, text, probes.who]));
+    }
+    await page.selectOption("#who", "all");
+  }
   out.searches = [];
   for (const q of probes.searches || []) out.searches.push(await searchFor(page, q));
   out.heading = await page.textContent("#title");
@@ -114,7 +130,7 @@ async function flame(file, shot, searchText, clickText, probes) {
       out.rootTooltip = await page.textContent("#tooltip");
       out.rootTooltipVisible = await page.isVisible("#tooltip");
     }
-    if (clickText !== undefined) {
+    if (clickText) {
       const box = await page.evaluate((t) => window.pywalkFlame.find(t), clickText);
       out.clickTarget = box && box.label;
       if (box) {
@@ -125,7 +141,7 @@ async function flame(file, shot, searchText, clickText, probes) {
         out.crumbs = await page.textContent("#crumbs");
       }
     }
-    if (searchText !== undefined) {
+    if (searchText) {
       await page.fill("#search", searchText);
       await page.waitForFunction(() => window.pywalkFlame.matched() !== null, null,
         { timeout: 10000 });
