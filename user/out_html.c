@@ -185,9 +185,10 @@ static int add_data(const struct calltree *h, struct strbuf *sb, const char *tit
 		err = add_unsafe(sb);
 	if (!err)
 		err = strbuf_addf(sb,
-				  ",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"
+				  ",\"unit\":\"%s\",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"
 				  "\"period_ns\":%llu,\"start_ns\":%llu,\"duration_ns\":%llu,\n"
 				  "\"strings\":[",
+				  profile__counts_ns(h->p) ? "nanoseconds" : "samples",
 				  (unsigned long long)agg__total(profile__agg(h->p)),
 				  (unsigned long long)h->nodes[0].self, smp->frequency_hz,
 				  (unsigned long long)profile__period_ns(h->p),

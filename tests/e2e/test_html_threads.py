@@ -67,7 +67,10 @@ def test_html_thread_filter(pywalk, interp, node_tools, tmp_path):
     assert nap["drawn"] == {"busy": False, "nap": True}, nap
     for w in threads:
         assert 0.10 <= w["total"] / res["total"] <= 0.19, (w["text"], w["total"], res["total"])
-    assert re.search(r"of [\d,]+ \(\d+\.\d\d%\)", nap["meta"]), nap["meta"]
+    # wall time: the page counts time, not samples
+    assert re.match(r"^\d+\.\d{3} s of \d+\.\d{3} s \(\d+\.\d\d%\), sampled at \d+ Hz",
+                    nap["meta"]), nap["meta"]
+    assert res["meta"].startswith("%.3f s" % (res["total"] / 1e9)), res["meta"]
     assert res["who"][-1]["who"] == threads[-1]["value"]
 
 

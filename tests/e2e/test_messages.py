@@ -16,7 +16,7 @@ import pywalk_e2e as e2e
 # the browser driver and its fixtures (npm tools, chromium)
 from test_formats import artifact, browser, chromium_bin, node_tools  # noqa: F401
 
-FORMATS = "folded, html, svg, speedscope, pprof"
+FORMATS = "folded, html, svg, speedscope, timeline, pprof"
 TRY = "Try 'pywalk record --help'.\n"
 
 
