@@ -1,6 +1,6 @@
 # pywalk: plain GNU make. `make` builds build/pywalk; `make test` runs unit and end-to-end
-# tests; `make bench` measures; `make fuzz` fuzzes the parsers. Everything generated goes
-# under $(O).
+# tests; `make bench` measures; `make fuzz` fuzzes the parsers; `make deb` packages it.
+# Everything generated goes under $(O).
 # SAN=1: pywalk and the unit tests with ASan and UBSan, in their own output dir by default.
 ifeq ($(SAN),1)
 O ?= build-san
