@@ -34,8 +34,37 @@ loud() {
     printf '%s\n' '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!' >&2
 }
 
-# Root, then one builder at a time: a second caller waits and finds the finished chroot
-# (the caller rechecks its fast path after this returns).
+# --force / --help (the caller's header comment, up to `set -euo`); sets FORCE.
+dc_parse_args() {
+    local arg
+    FORCE=${PYWALK_REFRESH:-0}
+    for arg in "$@"; do
+        case $arg in
+            -f|--force) FORCE=1 ;;
+            -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+            *) printf '%s: unknown argument: %s (try --help)\n' "$DC_TAG" "$arg" >&2; exit 2 ;;
+        esac
+    done
+}
+
+# The fast path: exit 0 with the caller's chroot_report when chroot_complete says the
+# cached chroot is whole; else take the lock (waiting for a concurrent builder, whose
+# chroot then answers) and return to build.
+dc_cached_or_lock() {
+    if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
+        log "cached chroot is complete: $DEST"
+        chroot_report
+        exit 0
+    fi
+    dc_lock
+    if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
+        log "cached chroot is complete (built by a concurrent run): $DEST"
+        chroot_report
+        exit 0
+    fi
+}
+
+# Root, then one builder at a time.
 dc_lock() {
     [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap and chroot need it)"
     mkdir -p "$CACHE_ROOT"

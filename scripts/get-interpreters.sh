@@ -34,19 +34,10 @@ DC_NAME=debian-unstable
 . "$(dirname "$0")/debian-chroot.sh"
 LIST_NAME=.pywalk-interpreters
 
-FORCE=${PYWALK_REFRESH:-0}
-for arg in "$@"; do
-    case $arg in
-        -f|--force) FORCE=1 ;;
-        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-        *) die "unknown argument: $arg (try --help)" ;;
-    esac
-done
+dc_parse_args "$@"
 
-# ---------------------------------------------------------------------------
-# Fast path: a complete chroot is recognised by its stamp plus the list of
-# interpreters, each of which must still be present.
-# ---------------------------------------------------------------------------
+# A complete chroot is recognised by its stamp plus the list of interpreters, each of
+# which must still be present.
 chroot_complete() {
     local dir=$1 ver path full n=0
     [ -f "$dir/$STAMP_NAME" ] && [ -s "$dir/$LIST_NAME" ] || return 1
@@ -57,19 +48,8 @@ chroot_complete() {
     done < "$dir/$LIST_NAME"
     [ "$n" -gt 0 ]
 }
-
-if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
-    log "cached chroot is complete: $DEST"
-    cat "$DEST/$LIST_NAME"
-    exit 0
-fi
-
-dc_lock
-if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
-    log "cached chroot is complete (built by a concurrent run): $DEST"
-    cat "$DEST/$LIST_NAME"
-    exit 0
-fi
+chroot_report() { cat "$DEST/$LIST_NAME"; }
+dc_cached_or_lock
 
 T_START=$(date +%s)
 dc_host_tools

@@ -34,28 +34,10 @@ DC_NAME=debian-$SUITE
 # shellcheck source=scripts/debian-chroot.sh
 . "$(dirname "$0")/debian-chroot.sh"
 
-FORCE=${PYWALK_REFRESH:-0}
-for arg in "$@"; do
-    case $arg in
-        -f|--force) FORCE=1 ;;
-        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-        *) die "unknown argument: $arg (try --help)" ;;
-    esac
-done
-
+dc_parse_args "$@"
 chroot_complete() { [ -f "$1/$STAMP_NAME" ] && [ -x "$1/usr/bin/python3" ]; }
-
-if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
-    log "cached chroot is complete: $DEST"
-    echo "$DEST"
-    exit 0
-fi
-dc_lock
-if [ "$FORCE" != 1 ] && chroot_complete "$DEST"; then
-    log "cached chroot is complete (built by a concurrent run): $DEST"
-    echo "$DEST"
-    exit 0
-fi
+chroot_report() { echo "$DEST"; }
+dc_cached_or_lock
 
 T_START=$(date +%s)
 dc_host_tools
