@@ -1,6 +1,6 @@
 # pywalk: plain GNU make. `make` builds build/pywalk; `make test` runs unit and end-to-end
-# tests; `make bench` measures; `make fuzz` fuzzes the parsers. Everything generated goes
-# under $(O).
+# tests; `make bench` measures; `make fuzz` fuzzes the parsers; `make deb` packages it.
+# Everything generated goes under $(O).
 # SAN=1: pywalk and the unit tests with ASan and UBSan, in their own output dir by default.
 ifeq ($(SAN),1)
 O ?= build-san
@@ -47,8 +47,8 @@ LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all check test e2e soak bench install clean lint format deps interpreters demo fuzz \
-	fuzz-smoke fuzz-seeds
+.PHONY: all check test e2e soak bench install deb clean lint format deps interpreters demo \
+	fuzz fuzz-smoke fuzz-seeds
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -195,6 +195,14 @@ install: $(O)/pywalk
 	test -e $(DESTDIR)/etc/pywalk/agent.conf || \
 		install -D -m 0640 doc/agent.conf $(DESTDIR)/etc/pywalk/agent.conf
 	install -d -m 0750 $(DESTDIR)/var/lib/pywalk
+
+# A Debian package of what `install` installs (README: Packaging). Its version is the one
+# `pywalk --version` prints.
+VERSION := $(shell sed -n 's/^\#define PYWALK_VERSION "\(.*\)"$$/\1/p' user/cmd.h)
+DEB_MAINTAINER ?= pywalk maintainers <maintainers@users.noreply.a-seed-36d0eb24.example>
+deb: $(O)/pywalk
+	$(call msg,DEB,$(O)/pywalk_$(VERSION)_$(shell dpkg --print-architecture).deb)
+	$(Q)scripts/build-deb.sh $(O) $(VERSION) '$(DEB_MAINTAINER)' >/dev/null
 
 deps:
 	$(Q)scripts/install-deps.sh

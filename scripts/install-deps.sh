@@ -5,8 +5,8 @@
 set -eu
 build="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev \
 libncurses-dev xxd libmicrohttpd-dev libcurl4-openssl-dev python3"
-tests="libcmocka-dev python3-pytest python3.11-dev python3-sympy debootstrap tmux golang-go \
-chromium libclang-rt-dev protobuf-compiler prometheus"
+tests="libcmocka-dev python3-pytest python3.11-dev python3-sympy debootstrap dpkg-dev lintian tmux \
+golang-go chromium libclang-rt-dev protobuf-compiler prometheus"
 case "${1:-}" in
 --build) pkgs=$build ;;
 "") pkgs="$build $tests" ;;
