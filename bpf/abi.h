@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 7
+#define PW_ABI_VERSION 8
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -34,7 +34,8 @@
 	X(DEPTH, "rejected: depth bound")                              \
 	X(READ_FAULT, "rejected: read fault")                          \
 	X(BAD_FRAME, "rejected: bad frame")                            \
-	X(LOST, "lost (ring buffer full)")
+	X(LOST, "lost (ring buffer full)")                             \
+	X(AGG_FULL, "lost (aggregate map full)")
 
 enum pw_outcome {
 #define PW_X_ENUM(name, label) PW_OUT_##name,
@@ -66,7 +67,11 @@ enum pw_outcome {
 	X(OFFCPU_NS_PREEMPTED, "off-CPU: ns preempted, walked at the syscall exit")        \
 	X(OFFCPU_NS_SLEEP, "off-CPU: ns sleeping, walked at the syscall exit")             \
 	X(OFFCPU_NS_IO, "off-CPU: ns uninterruptible, walked at the syscall exit")         \
-	X(OFFCPU_NS_OTHER, "off-CPU: ns other, walked at the syscall exit")
+	X(OFFCPU_NS_OTHER, "off-CPU: ns other, walked at the syscall exit")              \
+	X(AGG_COUNTED, "--aggregate: hits counted in the kernel")                         \
+	X(AGG_FIRST, "--aggregate: hits shipped as the first of their stack")             \
+	X(AGG_DEEP, "--aggregate: hits shipped whole, deeper than the kernel keeps")      \
+	X(AGG_COLLISION, "--aggregate: hits shipped whole, their stack's hash taken")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,
@@ -270,6 +275,7 @@ enum pw_rec_kind {
 	PW_REC_CODE = 2,   /* struct pw_code_hdr + captured bytes */
 	PW_REC_PROC = 3,   /* struct pw_proc_rec */
 	PW_REC_OFFCPU = 4, /* struct pw_offcpu_rec */
+	PW_REC_AGG_FIRST = 5, /* struct pw_agg_first, then a sample (kind PW_REC_SAMPLE) */
 };
 
 /* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. */
@@ -291,6 +297,54 @@ struct pw_sample {
 	struct pw_sample_hdr hdr;
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
 };
+
+/* trace --aggregate: each hit of a complete stack is counted in a BPF hash map keyed by
+ * (stack, its process lifetime, thread, probe, site) instead of being shipped. The stack is
+ * a hash of its frames (seeded per run), checked frame by frame against the frames the map
+ * holds for that hash, so two stacks never share a count: a stack whose hash another one
+ * holds is shipped whole, as without --aggregate. The first hit of a key in a generation
+ * is shipped as a record (code records before it, as for any sample) that tells userspace
+ * the key's frames; later hits are only counted. Userspace flips the generation, waits for
+ * running programs to end, and drains the old one's maps. */
+#define PW_AGG_MAX_FRAMES 256 /* deeper stacks are shipped whole */
+#define PW_AGG_DEFAULT_ENTRIES 16384
+
+struct pw_agg_key {
+	__u64 stack;   /* the frames' hash */
+	__u32 nframes;
+	__u32 target;
+	__u32 tid;
+	__u16 probe;
+	__u16 site;
+};
+_Static_assert(sizeof(struct pw_agg_key) == 24, "pw_agg_key is ABI");
+
+struct pw_agg_val {
+	__u64 hits;
+	__u64 weight;  /* the hits' weights summed: hits, or nanoseconds (--latency) */
+	__u32 defined; /* a first record of the key was shipped: hits may be counted here */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct pw_agg_val) == 24, "pw_agg_val is ABI");
+
+/* The frames the map holds for a stack hash, to compare with. */
+struct pw_agg_frames_key {
+	__u64 stack;
+	__u32 nframes;
+	__u32 pad;
+};
+
+struct pw_agg_frames {
+	struct pw_frame f[PW_AGG_MAX_FRAMES];
+};
+
+/* Precedes the sample of the first hit of a key: which generation's maps count the rest. */
+struct pw_agg_first {
+	__u32 kind; /* PW_REC_AGG_FIRST */
+	__u32 gen;
+	__u64 stack;
+};
+_Static_assert(sizeof(struct pw_agg_first) == 16, "pw_agg_first is ABI");
 
 /* Off-CPU: when a target thread switches out, its stack is walked there (in its own
  * context, by the usual rules) and shipped with weight 0; when it runs again, this record

@@ -55,11 +55,17 @@ struct pw_hit {
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
 	struct pw_hit hit;
+	struct pw_agg_key agg_key;	/* --aggregate: the hit's key */
+	struct pw_agg_frames_key agg_fkey;
+	struct pw_agg_first agg_first; /* shipped with the sample after it */
 	struct pw_sample sample;
 	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
 	__u64 seen[PW_SEEN_SLOTS];
 	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
 };
+_Static_assert(__builtin_offsetof(struct scratch, sample) ==
+		       __builtin_offsetof(struct scratch, agg_first) + sizeof(struct pw_agg_first),
+	       "a first record is its header and the sample, shipped as one");
 
 /* Sized at load from the need (loader.c). */
 struct {
@@ -133,6 +139,8 @@ static __always_inline void count_probe(__u32 probe, __u32 slot)
 		count(PW_SLOT(probe, slot));
 }
 
+#include "agg_count.h"
+
 /* ---- sampler ------------------------------------------------------------------------- */
 
 struct tfind_ctx {
@@ -150,7 +158,7 @@ static long tfind_cb(__u32 index __attribute__((unused)), void *data)
 struct walk_ctx {
 	struct pw_walk w;
 	const struct pw_proc *cfg;
-	struct pw_frame *out; /* the scratch record's frames */
+	struct scratch *s; /* frames go to its record (and, --aggregate, into its key's hash) */
 };
 
 /* One frame. A global function: the verifier checks it once, on its own, instead of once
@@ -168,8 +176,11 @@ static long walk_cb(__u32 index __attribute__((unused)), void *data)
 	int done = walk_frame(&c->w, c->cfg);
 	__u32 idx = c->w.nframes - 1;
 
-	if (c->w.emit && idx < PW_MAX_FRAMES_CAP)
-		c->out[idx] = c->w.cur;
+	if (c->w.emit && idx < PW_MAX_FRAMES_CAP) {
+		c->s->sample.frames[idx] = c->w.cur;
+		if (aggregate)
+			c->s->agg_key.stack = agg_fold(c->s->agg_key.stack, &c->w.cur);
+	}
 	return done ? 1 : 0;
 }
 
@@ -326,13 +337,28 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	}
 
 	wc.cfg = cfg;
-	wc.out = s->sample.frames;
+	wc.s = s;
+	s->agg_key.stack = agg_seed;
 	pw_walk_init(&wc.w, cfg, s->tstate, current, max_depth);
 	bpf_loop(pw_walk_bound(max_depth), walk_cb, &wc, 0);
 	if (wc.w.outcome == PW_OUT__CONTINUE)
 		return PW_OUT_DEPTH;
 	if (wc.w.outcome != PW_OUT_SHIPPED)
 		return wc.w.outcome;
+	if (aggregate) {
+		int agg;
+
+		s->agg_key.nframes = wc.w.nframes;
+		s->agg_key.target = cfg->target;
+		s->agg_key.tid = tid;
+		s->agg_key.probe = (__u16)probe;
+		s->agg_key.site = (__u16)site;
+		agg = agg_count(s, weight);
+		if (agg == AGG_COUNTED)
+			return PW_OUT_SHIPPED;
+		if (agg == AGG_FULL)
+			return PW_OUT_AGG_FULL;
+	}
 
 	/* only a complete stack's code objects are worth copying; they go first, so userspace
 	 * has them when it reads the sample */
@@ -365,6 +391,14 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + len >= PW_WAKEUP_BYTES) {
 		flags = BPF_RB_FORCE_WAKEUP;
 		s->last_wakeup_ns = now;
+	}
+	/* the first of a key: the header right before the sample says which key it defines */
+	if (aggregate && s->agg_first.kind == PW_REC_AGG_FIRST) {
+		if (bpf_ringbuf_output(&events, &s->agg_first, sizeof(struct pw_agg_first) + len,
+				       flags))
+			return PW_OUT_LOST;
+		agg_defined(s); /* its frames are on their way */
+		return PW_OUT_SHIPPED;
 	}
 	if (bpf_ringbuf_output(&events, &s->sample, len, flags))
 		return PW_OUT_LOST;

@@ -19,8 +19,8 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_MAX_PROCESSES,
 	OPT_SYMBOL_CACHE,
-	OPT_MODE,
-	OPT_MIN_BLOCK,
+	OPT_MODE = CLI_OPT_MODE,
+	OPT_MIN_BLOCK = CLI_OPT_MIN_BLOCK,
 };
 
 static const struct option sampling_options[] = {
@@ -62,10 +62,15 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --all              every Python process on the host, those running\n"
 			"                         now and every one that starts later\n"
 			"      --subprocesses     also every descendant of -p PID or of the command\n"
-			"                         (fork children, shells that start Python, ...)\n"
+			"                         (fork children, shells that start Python, ...)\n");
+	if ((groups & CLI_SAMPLING) && (groups & CLI_RATE))
+		fprintf(f,
 			"  -F, --frequency HZ     samples per second per CPU (default %u; -r, --rate\n"
 			"                         too)\n"
-			"  -e, --event EVENT      perf event: cpu-clock (default), task-clock, cycles\n"
+			"  -e, --event EVENT      perf event: cpu-clock (default), task-clock, cycles\n",
+			default_hz ? default_hz : 99);
+	if (groups & CLI_SAMPLING)
+		fprintf(f,
 			"      --max-depth N      longest stack kept, 1-%d Python frames (default\n"
 			"                         %d); deeper stacks are rejected and counted, never\n"
 			"                         cut\n"
@@ -74,14 +79,16 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --symbol-cache SIZE\n"
 			"                         memory for the code objects that name frames,\n"
 			"                         least recently used dropped first: 1M-64G\n"
-			"                         (default 64M; K, M, G suffixes)\n"
+			"                         (default 64M; K, M, G suffixes)\n",
+			PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
+	if ((groups & CLI_SAMPLING) && (groups & CLI_RATE))
+		fprintf(f,
 			"      --mode MODE        cpu (default): on-CPU samples; off-cpu: time\n"
 			"                         spent off CPU (sleeping, waiting, I/O,\n"
 			"                         preempted) by the stack that waited; wall: both,\n"
 			"                         in nanoseconds, every thread\n"
 			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
-			"                         (default 0; e.g. 1ms, 500us)\n",
-			default_hz ? default_hz : 99, PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
+			"                         (default 0; e.g. 1ms, 500us)\n");
 	if (groups & CLI_DURATION)
 		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
 			   "                         until Ctrl-C or the targets exit)\n");
@@ -139,7 +146,19 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 {
 	const char *cmd = spec->name;
 
+	bool rate = spec->groups & CLI_RATE;
+
 	if (s && (spec->groups & CLI_SAMPLING)) {
+		switch (c) {
+		case 'F':
+		case 'r':
+		case 'e':
+		case OPT_MODE:
+		case OPT_MIN_BLOCK:
+			if (!rate)
+				return 1; /* the command's own handler says what to use instead */
+			break;
+		}
 		switch (c) {
 		case 'p':
 			if (add_pids(s, arg))

@@ -52,7 +52,16 @@ enum {
 	CLI_COMMAND = 1 << 2,  /* -- COMMAND [ARGS...] */
 	CLI_OUTPUT = 1 << 3,   /* -o, -f */
 	CLI_QUIET = 1 << 4,    /* -q (-v and -h are always there) */
+	/* with CLI_SAMPLING: how the sampler samples (-F/-r, -e, --mode, --min-block). A
+	 * command without it (trace: each probe has its own rate) gets these options in its
+	 * own handler, to refuse them with what to use instead */
+	CLI_RATE = 1 << 5,
 };
+
+/* What a command without CLI_RATE gets in its handler for --mode and --min-block (and
+ * 'F', 'r', 'e' for -F, -r, -e). */
+#define CLI_OPT_MODE 0x1800
+#define CLI_OPT_MIN_BLOCK 0x1801
 
 /* A command's own options on top of the groups. */
 struct cli_spec {

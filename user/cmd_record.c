@@ -38,7 +38,7 @@ static void record_help(FILE *f)
 		"complete are counted; every sample is accounted for in a summary on stderr.\n"
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT, 0);
+	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_DURATION | CLI_OUTPUT, 0);
 	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n"
 		   "      --function         a frame per function, not per line: the calls of a\n"
 		   "                         function from several lines are one box, shown at\n"
@@ -236,8 +236,8 @@ int cmd_record(int argc, char **argv)
 	};
 	struct record_opts ro = { 0 };
 	struct cli_spec spec = { .name = "record",
-				 .groups = CLI_SAMPLING | CLI_DURATION | CLI_COMMAND | CLI_OUTPUT |
-					   CLI_QUIET,
+				 .groups = CLI_SAMPLING | CLI_RATE | CLI_DURATION | CLI_COMMAND |
+					   CLI_OUTPUT | CLI_QUIET,
 				 .options = options,
 				 .handle = handle_option,
 				 .help = record_help,

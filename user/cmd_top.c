@@ -65,7 +65,7 @@ static void top_help(FILE *f)
 		"own%% (samples where the function is the leaf frame) and total%% (samples whose\n"
 		"stack holds it, once per sample even when it recurses). Only stacks proven\n"
 		"complete are counted; the header accounts for every sample.\n\n");
-	cli_help_groups(f, CLI_SAMPLING, 0);
+	cli_help_groups(f, CLI_SAMPLING | CLI_RATE, 0);
 	fprintf(f,
 		"View:\n"
 		"  -i, --interval TIME    refresh every TIME: 1, 1s, 500ms (default 1s; 100ms-1h)\n"
@@ -399,7 +399,7 @@ int cmd_top(int argc, char **argv)
 	struct top_run r = { .o = { .interval_ms = 1000 }, .keys = { .sort = TOP_SORT_OWN },
 			     .sampling = true, .redraw = true };
 	struct cli_spec spec = { .name = "top",
-				 .groups = CLI_SAMPLING,
+				 .groups = CLI_SAMPLING | CLI_RATE,
 				 .options = options,
 				 .shortopts = "i:",
 				 .handle = handle_option,

@@ -22,7 +22,14 @@
 #include "trace_print.h"
 #include "util.h"
 
-enum { OPT_LATENCY = 0x2000, OPT_PRINT, OPT_FILTER, OPT_LIST = 'l' };
+enum {
+	OPT_LATENCY = 0x2000,
+	OPT_PRINT,
+	OPT_FILTER,
+	OPT_AGGREGATE,
+	OPT_AGGREGATE_ENTRIES,
+	OPT_LIST = 'l',
+};
 
 static void trace_help(FILE *f)
 {
@@ -56,14 +63,24 @@ static void trace_help(FILE *f)
 		"                         integers, \"strings\" for comm\n"
 		"      --print            one line per hit on stdout, as it happens (the\n"
 		"                         profile is then written only with -o)\n"
-		"  -l, --list PATTERN     list the probes matching PATTERN and exit\n");
+		"      --aggregate        count each stack's hits in the kernel: only the first\n"
+		"                         hit of a stack per thread and second is shipped (for\n"
+		"                         probes that fire a million times a second); counts\n"
+		"                         stay exact. Not with --print\n"
+		"      --aggregate-entries N\n"
+		"                         distinct (stack, thread, probe) the kernel holds\n"
+		"                         between drains, 1-1048576 (default %d); hits beyond\n"
+		"                         are lost and counted\n"
+		"  -l, --list PATTERN     list the probes matching PATTERN and exit\n",
+		PW_AGG_DEFAULT_ENTRIES);
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
-		"-F and -e are the sampler's: trace takes its rate from each probe.\n"
+		"trace has no -F, -e, --mode or --min-block: a probe's rate is in its spec\n"
+		"(software:cpu-clock:99hz, hardware:cycles:1000000), the others count every hit.\n"
 		"Several probes: folded output and the flame graph have the probe as a root\n"
 		"frame; pprof has one sample type per probe (count, or nanoseconds with\n"
-		"--latency); speedscope merges them.\n\n"
+		"--latency); speedscope has one profile per probe and thread, named after both.\n\n"
 		"--print lines, tab-separated:\n"
 		"  SECONDS  PID  TID  COMM  PROBE  WEIGHT  STACK\n"
 		"SECONDS since tracing began, WEIGHT 1 (nanoseconds with --latency), STACK root\n"
@@ -74,6 +91,7 @@ static void trace_help(FILE *f)
 		"    pywalk trace -p 4242 uprobe:libc.so.6:usleep --latency\n"
 		"    pywalk trace -p 4242 tracepoint:syscalls:sys_enter_write --filter 'arg0 == 1'\n"
 		"    pywalk trace --print -p 4242 tracepoint:syscalls:sys_enter_kill\n"
+		"    pywalk trace --aggregate -p 4242 'uprobe:libc.so.6:malloc' -d 10\n"
 		"    pywalk trace -l 'tracepoint:syscalls:*open*'\n\n"
 		"Exit status: 0 ok, 1 runtime failure (a probe that is not there, a kernel\n"
 		"without the feature), 2 usage error.\n");
@@ -81,7 +99,8 @@ static void trace_help(FILE *f)
 
 struct trace_opts {
 	struct probe_set set;
-	bool latency, print;
+	bool latency, print, aggregate;
+	uint32_t aggregate_entries;
 	const char *list;
 	bool listing; /* -l: no target needed */
 	const char *filter;
@@ -105,6 +124,34 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		t->list = arg;
 		t->listing = true;
 		return 0;
+	case OPT_AGGREGATE:
+		t->aggregate = true;
+		return 0;
+	case OPT_AGGREGATE_ENTRIES:
+		if (parse_u32(arg, 1, 1u << 20, &t->aggregate_entries))
+			return cli_usage_error("trace", "invalid --aggregate-entries '%s' (1-1048576)",
+					       arg);
+		return 0;
+	/* the sampler's options, which would do nothing here */
+	case 'F':
+	case 'r':
+		return cli_usage_error("trace", "%s",
+				       "trace takes no -F/--frequency: a probe's rate is in its spec "
+				       "(e.g. software:cpu-clock:99hz); tracepoints, uprobes and USDT "
+				       "probes count every hit");
+	case 'e':
+		return cli_usage_error("trace", "%s",
+				       "trace takes no -e/--event: the probe is the event (e.g. "
+				       "software:cpu-clock:99hz, hardware:cycles:1000000)");
+	case CLI_OPT_MODE:
+		return cli_usage_error("trace", "%s",
+				       "trace takes no --mode: it counts the probes' hits (--latency "
+				       "weighs them by the time inside; off-CPU time is pywalk record "
+				       "--mode off-cpu)");
+	case CLI_OPT_MIN_BLOCK:
+		return cli_usage_error("trace", "%s",
+				       "trace takes no --min-block: it is pywalk record --mode off-cpu's "
+				       "(trace --filter chooses which hits count)");
 	}
 	return 1;
 }
@@ -141,22 +188,27 @@ static int attach(void *ctx, struct loader *ld)
 
 /* Every hit of every probe in exactly one bucket; a --latency probe's hits are its returns
  * (an entry is counted when its return comes). */
-static int print_summary(struct engine *e, const struct probe_set *set)
+static int print_summary(struct engine *e, const struct trace_opts *t)
 {
+	const struct probe_set *set = &t->set;
 	struct engine_counts c;
+	uint64_t full = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < set->nprobes && !err; i++) {
 		const struct trace_probe *tp = &set->probes[i];
 
 		err = engine__read_probe_counts(e, tp->id, &c);
+		full += err ? 0 : c.outcomes[PW_OUT_AGG_FULL];
 		if (err || log_level < LOG_INFO)
 			continue;
 		log_printf(LOG_INFO, "pywalk: %llu hits of %s, accounted as:\n",
 			(unsigned long long)c.runs, tp->spec.text);
 		for (int k = 0; k < PW_OUT__COUNT; k++)
-			log_printf(LOG_INFO, "  %-26s %10llu\n", engine_outcome_label(k, false),
-				(unsigned long long)c.outcomes[k]);
+			if (k != PW_OUT_AGG_FULL || t->aggregate)
+				log_printf(LOG_INFO, "  %-26s %10llu\n",
+					   engine_outcome_label(k, false),
+					   (unsigned long long)c.outcomes[k]);
 		if (tp->latency)
 			log_printf(LOG_INFO,
 				"pywalk: %s: %llu entries; %llu returns without their entry "
@@ -165,11 +217,29 @@ static int print_summary(struct engine *e, const struct probe_set *set)
 				tp->spec.text, (unsigned long long)c.counters[PW_CNT_LATENCY_ENTRIES],
 				(unsigned long long)c.counters[PW_CNT_LATENCY_UNPAIRED],
 				(unsigned long long)c.counters[PW_CNT_LATENCY_DEEP]);
+		if (t->aggregate)
+			log_printf(LOG_INFO,
+				"pywalk: %s: --aggregate: of the %llu shipped, %llu counted in the "
+				"kernel, %llu shipped as the first of their stack, %llu shipped whole "
+				"(%llu deeper than %d frames, %llu whose stack hash another stack "
+				"held)\n",
+				tp->spec.text, (unsigned long long)c.outcomes[PW_OUT_SHIPPED],
+				(unsigned long long)c.counters[PW_CNT_AGG_COUNTED],
+				(unsigned long long)c.counters[PW_CNT_AGG_FIRST],
+				(unsigned long long)(c.counters[PW_CNT_AGG_DEEP] +
+						     c.counters[PW_CNT_AGG_COLLISION]),
+				(unsigned long long)c.counters[PW_CNT_AGG_DEEP], PW_AGG_MAX_FRAMES,
+				(unsigned long long)c.counters[PW_CNT_AGG_COLLISION]);
 	}
 	if (err) {
 		pw_err("cannot read the outcome counters: %s\n", strerror(-err));
 		return err;
 	}
+	if (full)
+		pw_warn("%llu hits were lost (aggregate map full): more distinct stacks and threads "
+			"in one second than the kernel holds (%u); raise --aggregate-entries\n",
+			(unsigned long long)full,
+			t->aggregate_entries ? t->aggregate_entries : PW_AGG_DEFAULT_ENTRIES);
 	err = engine__read_counts(e, &c);
 	if (!err)
 		engine__print_details(e, &c);
@@ -188,6 +258,12 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	struct engine *e = NULL;
 	int ret = EXIT_FAIL, err;
 
+	if (t->aggregate && t->print)
+		return cli_usage_error("trace", "%s",
+				       "--print writes every hit and --aggregate ships only the first "
+				       "of each stack: give one of them");
+	if (t->aggregate_entries && !t->aggregate)
+		return cli_usage_error("trace", "%s", "--aggregate-entries is for --aggregate");
 	if (t->latency) {
 		if (probe_set_check_latency(&t->set, why, sizeof(why)))
 			return cli_usage_error("trace", "%s", why);
@@ -218,6 +294,8 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 		eo.profile.on_stack_ctx = &r.print;
 	}
 	eo.latency_probes = trace_latency_mask(&t->set);
+	eo.aggregate = t->aggregate;
+	eo.aggregate_entries = t->aggregate_entries;
 	eo.filter_probes = r.filters.mask;
 	/* checks the named PIDs first: a PID that is not Python fails before probes resolve */
 	e = engine__new(&eo);
@@ -261,7 +339,7 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 			goto out;
 		}
 	}
-	if (print_summary(e, &t->set))
+	if (print_summary(e, t))
 		goto out;
 	ret = EXIT_OK;
 out:
@@ -278,6 +356,8 @@ int cmd_trace(int argc, char **argv)
 		{ "print", no_argument, NULL, OPT_PRINT },
 		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "list", required_argument, NULL, OPT_LIST },
+		{ "aggregate", no_argument, NULL, OPT_AGGREGATE },
+		{ "aggregate-entries", required_argument, NULL, OPT_AGGREGATE_ENTRIES },
 		{ 0 },
 	};
 	struct trace_opts t = { 0 };

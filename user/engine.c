@@ -29,6 +29,9 @@
 /* The launched command's exit is checked at most this often (a waitpid each). */
 #define LAUNCH_POLL_NS (20 * 1000000ull)
 #define DEFAULT_POLL_MS 100
+/* --aggregate: the kernel's counts are drained this often, which bounds its maps to the
+ * distinct keys of one interval */
+#define AGG_DRAIN_NS (1000 * 1000000ull)
 #define MIN_MAX_PROCS 4096
 
 struct gone {
@@ -53,6 +56,9 @@ struct engine {
 	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
 	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
 	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
+	struct kagg *kagg;	  /* --aggregate */
+	uint64_t next_agg_drain_ns;
+	uint32_t agg_draining; /* the generation being drained */
 	struct engine_opts opts;
 };
 
@@ -338,6 +344,8 @@ static int on_record(void *ctx, const void *data, size_t size)
 		memcpy(&kind, data, sizeof(kind));
 		if (kind == PW_REC_OFFCPU)
 			return e->off ? offcpu__resume(e->off, data, size, count_sample, e) : 0;
+		if (kind == PW_REC_AGG_FIRST && e->kagg)
+			return kagg__first(e->kagg, e->prof, data, size, count_sample, e);
 		if (kind == PW_REC_SAMPLE && e->off) {
 			int held = offcpu__hold(e->off, data, size);
 
@@ -381,8 +389,15 @@ struct engine *engine__new(const struct engine_opts *opts)
 						     PROFILE_VALUE_SAMPLES;
 	if (e->s.mode != CLI_MODE_CPU)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
+	if (opts->aggregate) {
+		/* the stack a key's first record makes is the one its later hits count for */
+		e->kagg = kagg__new();
+		popts.on_stack = kagg__on_stack;
+		popts.on_stack_ctx = e->kagg;
+	}
 	e->prof = profile__new(&popts);
-	if (!e->cache || !e->prof || (e->s.mode != CLI_MODE_CPU && !e->off)) {
+	if (!e->cache || !e->prof || (e->s.mode != CLI_MODE_CPU && !e->off) ||
+	    (opts->aggregate && !e->kagg)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -421,6 +436,7 @@ void engine__free(struct engine *e)
 	profile__free(e->prof);
 	target_cache__free(e->cache);
 	offcpu__free(e->off);
+	kagg__free(e->kagg);
 	free(e->gone);
 	free(e);
 }
@@ -478,6 +494,8 @@ int engine__start(struct engine *e)
 						    .no_sampler = e->opts.no_sampler,
 						    .latency_probes = e->opts.latency_probes,
 						    .filter_probes = e->opts.filter_probes,
+						    .aggregate = e->opts.aggregate,
+						    .aggregate_entries = e->opts.aggregate_entries,
 						    .on_record = on_record,
 						    .ctx = e },
 			     why, sizeof(why));
@@ -518,6 +536,7 @@ int engine__start(struct engine *e)
 	}
 	if (e->s.duration_ms)
 		e->deadline_ns = now_ns() + e->s.duration_ms * 1000000ull;
+	e->next_agg_drain_ns = now_ns() + AGG_DRAIN_NS;
 	e->started = true;
 	if (e->opts.no_sampler)
 		pw_debug("tracing: %zu process(es) now\n", discover__nactive(e->disc));
@@ -587,6 +606,36 @@ void engine__remove_tap(struct engine *e, struct profile *tap)
 	}
 }
 
+static int credit(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v)
+{
+	struct engine *e = ctx;
+
+	return kagg__credit(e->kagg, e->prof, e->agg_draining, k, v);
+}
+
+/* --aggregate: the generation counting until now into the profile. The flip waits for the
+ * programs still counting in it, so its first records are all in the ring buffer: they are
+ * taken before its counts. */
+static int drain_aggregate(struct engine *e)
+{
+	uint32_t gen;
+	int err = loader__agg_flip(e->ld, &gen);
+
+	if (!err) {
+		err = loader__drain(e->ld);
+		err = err < 0 ? err : e->record_err;
+	}
+	if (!err) {
+		e->agg_draining = gen;
+		err = loader__agg_take(e->ld, gen, credit, e);
+	}
+	if (!err)
+		kagg__end_gen(e->kagg, gen);
+	if (err)
+		pw_err("reading the kernel's counts (--aggregate) failed: %s\n", strerror(-err));
+	return err;
+}
+
 int engine__run(struct engine *e, const struct engine_hook *hook)
 {
 	int poll_ms = hook && hook->poll_ms ? hook->poll_ms : DEFAULT_POLL_MS;
@@ -617,6 +666,12 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 				pw_err("counting off-CPU time failed: %s\n", strerror(-err));
 				return err;
 			}
+		}
+		if (e->kagg && now >= e->next_agg_drain_ns) {
+			err = drain_aggregate(e);
+			if (err)
+				return err;
+			e->next_agg_drain_ns = now + AGG_DRAIN_NS;
 		}
 		if (e->deadline_ns && now >= e->deadline_ns)
 			break;
@@ -680,6 +735,12 @@ int engine__finish(struct engine *e)
 		pw_err("reading samples failed: %s\n", strerror(-err));
 		return err;
 	}
+	/* the last generation, once the programs still running on it are done */
+	if (e->kagg) {
+		err = drain_aggregate(e);
+		if (err)
+			return err;
+	}
 	/* threads still off CPU (a hung one) have waited since they left: those whose stack
 	 * the kernel did not read (a deferred wait) are read from memory now */
 	if (e->off && e->s.min_block_ns)
@@ -735,8 +796,15 @@ int engine__read_probe_counts(struct engine *e, uint32_t probe, struct engine_co
 		err = loader__read_probe_counters(e->ld, probe, row);
 		for (int i = PW_CNT_LATENCY_ENTRIES; !err && i <= PW_CNT_LATENCY_UNPAIRED; i++)
 			c->counters[i] = row[i];
+		for (int i = PW_CNT_AGG_COUNTED; !err && i <= PW_CNT_AGG_COLLISION; i++)
+			c->counters[i] = row[i];
 	}
 	return err;
+}
+
+const struct kagg_stats *engine__kagg_stats(const struct engine *e)
+{
+	return e->kagg ? kagg__stats(e->kagg) : NULL;
 }
 
 struct profile *engine__profile(struct engine *e)
@@ -812,9 +880,10 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 		log_printf(LOG_INFO, "pywalk: %llu perf event%s, accounted as:\n",
 			(unsigned long long)c->runs, c->runs == 1 ? "" : "s");
 		/* the buckets that counted something (all of them with -v): they add up to the
-		 * total; the sampler has no --filter */
+		 * total; the sampler has no --filter and no --aggregate */
 		for (int i = 0; i < PW_OUT__COUNT; i++) {
-			if (i == PW_OUT_FILTERED || (!c->outcomes[i] && log_level < LOG_DEBUG))
+			if (i == PW_OUT_FILTERED || i == PW_OUT_AGG_FULL ||
+			    (!c->outcomes[i] && log_level < LOG_DEBUG))
 				continue;
 			log_printf(LOG_INFO, "  %-26s %10llu", engine_outcome_label(i, false),
 				(unsigned long long)c->outcomes[i]);

@@ -14,6 +14,7 @@
 #include "abi.h"
 #include "cli.h"
 #include "discover.h"
+#include "kagg.h"
 #include "profile.h"
 
 struct engine;
@@ -27,6 +28,10 @@ struct engine_opts {
 	 * loaded, before any target is added (returns 0 or a negative errno, printed) */
 	bool no_sampler;
 	uint32_t latency_probes, filter_probes; /* bit per probe id */
+	/* trace --aggregate: hits counted in the kernel, drained every second and at the end
+	 * into the profile (whose on_stack hook the engine then takes) */
+	bool aggregate;
+	uint32_t aggregate_entries; /* keys the kernel holds between drains (0: default) */
 	int (*attach)(void *ctx, struct loader *ld);
 	void *attach_ctx;
 };
@@ -86,6 +91,8 @@ void engine__remove_tap(struct engine *e, struct profile *tap);
 bool engine__sampling(const struct engine *e);
 
 int engine__read_counts(struct engine *e, struct engine_counts *c);
+/* --aggregate: what userspace did with the kernel's counts (NULL without it). */
+const struct kagg_stats *engine__kagg_stats(const struct engine *e);
 /* (engine__read_counts: with no_sampler, the outcomes of every probe together.)
  * The same for trace's probe `probe` (its outcomes, runs and latency counters; the code and
  * process counters are the run's, as in engine__read_counts). */

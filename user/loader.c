@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -68,6 +69,25 @@ static void set_why(char *why, size_t why_size, const char *what, int err)
 		snprintf(why, why_size, "%s: %s", what, strerror(-err));
 }
 
+/* --aggregate's maps: sized as asked, or to nothing when off (a counts map is
+ * preallocated). The seed keeps a target from choosing frames that share a hash. */
+static void set_aggregate(struct loader *ld, const struct loader_opts *opts)
+{
+	uint32_t n = !opts->aggregate	    ? 1 :
+		     opts->aggregate_entries ? opts->aggregate_entries :
+					       PW_AGG_DEFAULT_ENTRIES;
+	uint64_t seed = 0;
+
+	ld->skel->rodata->aggregate = opts->aggregate;
+	if (opts->aggregate && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	ld->skel->rodata->agg_seed = seed;
+	bpf_map__set_max_entries(ld->skel->maps.agg_counts_0, n);
+	bpf_map__set_max_entries(ld->skel->maps.agg_counts_1, n);
+	bpf_map__set_max_entries(ld->skel->maps.agg_frames_0, n);
+	bpf_map__set_max_entries(ld->skel->maps.agg_frames_1, n);
+}
+
 struct loader *loader__open(const struct loader_opts *opts, char *why, size_t why_size)
 {
 	struct perf_event_attr attr;
@@ -118,6 +138,7 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 				    opts->mode != LOADER_ON_CPU && opts->min_block_ns);
 	ld->skel->rodata->latency_probes = opts->latency_probes;
 	ld->skel->rodata->filter_probes = opts->filter_probes;
+	set_aggregate(ld, opts);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
@@ -400,6 +421,87 @@ int loader__read_probe_counters(struct loader *ld, uint32_t probe,
 	if (probe >= PW_MAX_PROBES)
 		return -EINVAL;
 	return read_slots(ld, PW_SLOT(probe, PW_COUNTER_INDEX(0)), PW_CNT__COUNT, counters);
+}
+
+/* ---- trace --aggregate ------------------------------------------------------------------ */
+
+int loader__agg_flip(struct loader *ld, uint32_t *old)
+{
+	__u32 slot, fd;
+
+	*old = ld->skel->bss->agg_gen;
+	__atomic_store_n(&ld->skel->bss->agg_gen, *old + 1, __ATOMIC_SEQ_CST);
+	/* writing a map-in-map slot makes the kernel wait for every program running (an RCU
+	 * grace period) before it returns: rewriting one with the map it holds is the wait */
+	slot = *old & 1;
+	fd = (__u32)bpf_map__fd(slot ? ld->skel->maps.agg_counts_1 : ld->skel->maps.agg_counts_0);
+	if (bpf_map__update_elem(ld->skel->maps.agg_counts, &slot, sizeof(slot), &fd, sizeof(fd),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Every key of `map` removed; `value_size` bytes of scratch per key for the batch. */
+static int agg_take_map(struct bpf_map *map, size_t value_size,
+			int (*cb)(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v),
+			void *ctx)
+{
+	size_t key_size = bpf_map__key_size(map), cap = 256;
+	int fd = bpf_map__fd(map), err = 0;
+	void *keys = NULL, *values = NULL;
+	__u64 batch = 0;
+	bool first = true, done = false;
+
+	while (!done && !err) {
+		__u32 n = (__u32)cap;
+
+		if (!keys) {
+			keys = calloc(cap, key_size);
+			values = calloc(cap, value_size);
+			if (!keys || !values) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch, &batch, keys,
+						      values, &n, NULL);
+		if (err && errno == ENOSPC && n == 0) {
+			/* one bucket holds more keys than the buffer: a bigger one */
+			free(keys);
+			free(values);
+			keys = values = NULL;
+			cap *= 4;
+			err = 0;
+			continue;
+		}
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		done = err != 0; /* ENOENT: that was the last of them */
+		err = 0;
+		first = false;
+		for (__u32 i = 0; cb && i < n && !err; i++)
+			err = cb(ctx, (const struct pw_agg_key *)((char *)keys + i * key_size),
+				 (const struct pw_agg_val *)((char *)values + i * value_size));
+	}
+	free(keys);
+	free(values);
+	return err;
+}
+
+int loader__agg_take(struct loader *ld, uint32_t gen,
+		     int (*cb)(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v),
+		     void *ctx)
+{
+	bool one = gen & 1;
+	int err = agg_take_map(one ? ld->skel->maps.agg_counts_1 : ld->skel->maps.agg_counts_0,
+			       sizeof(struct pw_agg_val), cb, ctx);
+
+	if (!err)
+		err = agg_take_map(one ? ld->skel->maps.agg_frames_1 : ld->skel->maps.agg_frames_0,
+				   sizeof(struct pw_agg_frames), NULL, NULL);
+	return err;
 }
 
 /* ---- trace's probes -------------------------------------------------------------------- */

@@ -31,6 +31,8 @@ struct loader_opts {
 	bool no_sampler;      /* trace: no sampling perf events, only the probes it attaches */
 	uint32_t latency_probes; /* trace: probes that are --latency entries (bit per id) */
 	uint32_t filter_probes;	 /* trace: probes with a --filter (bit per id) */
+	bool aggregate;		 /* trace --aggregate: hits counted in the kernel */
+	uint32_t aggregate_entries; /* its maps' keys per generation; 0: the default */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
 	int (*on_record)(void *ctx, const void *data, size_t size);
 	void *ctx;
@@ -92,6 +94,16 @@ int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why,
 			    size_t why_size);
 /* Probe `probe`'s --filter program. */
 int loader__set_filter(struct loader *ld, uint32_t probe, const struct pw_filter *f);
+
+/* trace --aggregate (kagg.h of the BPF side). Flip the generation the programs count in
+ * and wait until none still counts in the old one: *old is then quiescent, and every first
+ * record of its keys is in the ring buffer. 0 or a negative errno. */
+int loader__agg_flip(struct loader *ld, uint32_t *old);
+/* Hand every count of generation `gen` to cb (which returns 0 or a negative errno to stop)
+ * and empty its maps. Only for a generation loader__agg_flip made quiescent. */
+int loader__agg_take(struct loader *ld, uint32_t gen,
+		     int (*cb)(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v),
+		     void *ctx);
 
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);

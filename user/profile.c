@@ -328,6 +328,18 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	return err;
 }
 
+int profile__add_stack(struct profile *p, const struct agg_who *who, const uint32_t *ids,
+		       uint32_t n, uint64_t weight)
+{
+	return agg__add(p->agg, who, ids, n, weight);
+}
+
+void profile__add_drops(struct profile *p, const struct profile_drops *d)
+{
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		p->drops.n[i] += d->n[i];
+}
+
 static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
 {
 	if (!p->owns_symtab)

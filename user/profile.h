@@ -125,6 +125,14 @@ void profile__target_gone(struct profile *p, uint32_t id);
  * counted in drops) unless memory runs out (-ENOMEM). */
 int profile__add_record(struct profile *p, const void *data, size_t size);
 
+/* Count `weight` for a stack symbolized before (the agg frame ids an on_stack hook was
+ * given, root first): trace --aggregate's hits that the kernel counted. 0 or -ENOMEM. */
+int profile__add_stack(struct profile *p, const struct agg_who *who, const uint32_t *ids,
+		       uint32_t n, uint64_t weight);
+/* Shipped hits not counted, for the reasons `d` gives (the kernel counted them under a
+ * stack whose first record was not counted). */
+void profile__add_drops(struct profile *p, const struct profile_drops *d);
+
 /* Sampling starts now at `frequency_hz`: stamps the wall-clock start, clears the end. */
 void profile__start_sampling(struct profile *p, uint32_t frequency_hz);
 /* Sampling ended now (optional: until then writers take the time they write as the end). */
