@@ -4,7 +4,9 @@
  * replaces --threads root frames), samples as frame-index arrays root first, and weights in
  * CPU nanoseconds (count x sampling period), or in samples when the period is unknown.
  * The timeline is the same document with each thread's samples in the order they happened
- * and weighing the time they stand for, so that speedscope's time-order view is true. */
+ * and weighing the time they stand for, so that speedscope's time-order view is true.
+ * trace's probes each get their own profiles (a file holds any number), named after the
+ * probe, weighing hits (unit none) or nanoseconds (--latency). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +19,22 @@
 #define NO_INDEX UINT32_MAX
 
 struct stack_ref {
+	uint32_t probe;	    /* trace's probe (0: the sampler) */
 	uint32_t proc, tid; /* process lifetime (agg stack proc) and thread */
 	size_t index; /* into the agg's stacks */
 };
+
+static bool same_profile(const struct stack_ref *a, const struct stack_ref *b)
+{
+	return a->probe == b->probe && a->proc == b->proc && a->tid == b->tid;
+}
 
 static int cmp_stack_ref(const void *a, const void *b)
 {
 	const struct stack_ref *x = a, *y = b;
 
+	if (x->probe != y->probe)
+		return x->probe < y->probe ? -1 : 1;
 	if (x->proc != y->proc)
 		return x->proc < y->proc ? -1 : 1;
 	if (x->tid != y->tid)
@@ -55,12 +65,19 @@ static int add_process_name(struct strbuf *sb, const struct profile *p, uint32_t
 	return err ? err : strbuf_add(sb, tag, strlen(tag));
 }
 
-static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t proc,
-			    uint32_t tid)
+/* `"name":"[PROBE / ][PROCESS / ]THREAD (TID)"` (probe 0: none) */
+static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t probe,
+			    uint32_t proc, uint32_t tid)
 {
+	const struct profile_opts *o = profile__opts(p);
 	int err = strbuf_add(sb, "\"name\":\"", 8);
 
-	if (!err && profile__opts(p)->by_process) {
+	if (!err && probe && probe < PW_MAX_PROBES && o->probe_names[probe]) {
+		err = escape_json(sb, o->probe_names[probe]);
+		if (!err)
+			err = strbuf_add(sb, " / ", 3);
+	}
+	if (!err && o->by_process) {
 		err = add_process_name(sb, p, proc);
 		if (!err)
 			err = strbuf_add(sb, " / ", 3);
@@ -132,19 +149,26 @@ static int add_profile(struct strbuf *sb, const struct profile *p, const struct 
 		       size_t n, const uint32_t *map)
 {
 	const struct agg *agg = profile__agg(p);
+	const struct profile_opts *o = profile__opts(p);
 	uint64_t period_ns = profile__period_ns(p), weight = period_ns ? period_ns : 1, end = 0;
+	bool ns = period_ns != 0;
 	size_t i;
 	int err;
 
+	if (o->nprobes) {
+		/* a probe's hits have no period: they count once, or weigh nanoseconds */
+		weight = 1;
+		ns = refs[0].probe < PW_MAX_PROBES && o->probe_ns[refs[0].probe];
+	}
 	for (i = 0; i < n; i++)
 		end += agg__stack(agg, refs[i].index)->count * weight;
 	err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
 	if (!err)
-		err = add_profile_name(sb, p, refs[0].proc, refs[0].tid);
+		err = add_profile_name(sb, p, refs[0].probe, refs[0].proc, refs[0].tid);
 	if (!err)
 		err = strbuf_addf(sb, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
-				  period_ns ? "nanoseconds" : "none", (unsigned long long)end);
+				  ns ? "nanoseconds" : "none", (unsigned long long)end);
 	for (i = 0; i < n && !err; i++) {
 		const struct agg_stack *s = agg__stack(agg, refs[i].index);
 		const uint32_t *ids = agg__stack_frames(agg, s);
@@ -203,7 +227,8 @@ static int all_stacks(const struct profile *p, struct stack_ref **refs, uint32_t
 	for (size_t i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		(*refs)[i] = (struct stack_ref){ .proc = s->proc, .tid = s->tid, .index = i };
+		(*refs)[i] = (struct stack_ref){ .probe = s->probe, .proc = s->proc,
+						 .tid = s->tid, .index = i };
 	}
 	return 0;
 }
@@ -230,16 +255,14 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 	struct strbuf sb = { 0 };
 	int err = all_stacks(p, &refs, &map);
 
-	/* group by thread; within one, the agg's order (first seen) */
+	/* group by probe and thread; within one, the agg's order (first seen) */
 	if (!err) {
 		qsort(refs, n, sizeof(*refs), cmp_stack_ref);
 		err = add_head(&sb, p, refs, n, map);
 	}
 	for (start = 0; start < n && !err; start = i) {
 		weight = 0;
-		for (i = start; i < n && refs[i].proc == refs[start].proc &&
-				refs[i].tid == refs[start].tid;
-		     i++)
+		for (i = start; i < n && same_profile(&refs[i], &refs[start]); i++)
 			weight += agg__stack(agg, refs[i].index)->count;
 		/* open on the busiest thread */
 		if (weight > best) {
@@ -334,7 +357,7 @@ static int add_timed_profile(struct strbuf *sb, const struct profile *p, const s
 	if (!err)
 		err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
 	if (!err)
-		err = add_profile_name(sb, p, ev[0].proc, ev[0].tid);
+		err = add_profile_name(sb, p, 0, ev[0].proc, ev[0].tid);
 	if (!err)
 		err = strbuf_addf(sb, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
