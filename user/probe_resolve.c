@@ -411,18 +411,27 @@ static int resolve_binary(struct probe_set *set, struct trace_probe *tp,
 
 /* ---- kernel features ------------------------------------------------------------------- */
 
-static int resolve_kprobe(struct probe_set *set, struct trace_probe *tp, char *why,
-			  size_t why_size)
+int probe_kprobes_supported(const char *what, char *why, size_t why_size)
 {
-	struct probe_site *ps;
-
 	/* kprobes attach through the kprobe PMU: without it (CONFIG_KPROBES off) the kernel
 	 * has no kprobes at all */
 	if (access(KPROBE_PMU, F_OK))
 		return fail(why, why_size, -EOPNOTSUPP,
 			    "'%s': kprobes are not supported by this kernel (%s is absent: "
 			    "built without CONFIG_KPROBES); use a tracepoint: instead",
-			    tp->spec.text, KPROBE_PMU);
+			    what, KPROBE_PMU);
+	return 0;
+}
+
+static int resolve_kprobe(struct probe_set *set, struct trace_probe *tp, char *why,
+			  size_t why_size)
+{
+	struct probe_site *ps;
+
+	int err = probe_kprobes_supported(tp->spec.text, why, why_size);
+
+	if (err)
+		return err;
 	ps = new_site(set, tp);
 	if (!ps)
 		return -ENOMEM;

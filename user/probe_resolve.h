@@ -70,4 +70,8 @@ const char *probe_set_label(const struct probe_set *set, uint32_t probe, uint32_
 
 void probe_set_free(struct probe_set *set);
 
+/* Does this kernel have kprobes? 0, or -EOPNOTSUPP with why not in `why` (after the
+ * probe or pattern named `what`): one sentence for kprobe: probes and -l alike. */
+int probe_kprobes_supported(const char *what, char *why, size_t why_size);
+
 #endif

@@ -186,9 +186,10 @@ int trace_list(FILE *f, const char *pattern, const struct cli_sampling *s)
 	} else if (!strcmp(type, "software") || !strcmp(type, "hardware")) {
 		list_perf(&l, type, colon + 1);
 	} else if (!strcmp(type, "kprobe") || !strcmp(type, "kretprobe")) {
-		if (access("/sys/bus/event_source/devices/kprobe", F_OK)) {
-			pw_err("-l '%s': kprobes are not supported by this kernel (no kprobe PMU)\n",
-			       pattern);
+		char why[512];
+
+		if (probe_kprobes_supported(pattern, why, sizeof(why))) {
+			pw_err("-l %s (list them with pywalk trace -l 'tracepoint:*')\n", why);
 			return EXIT_FAIL;
 		}
 		pw_err("-l '%s': listing kernel functions is not implemented (see "
