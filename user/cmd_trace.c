@@ -235,6 +235,14 @@ static int print_summary(struct engine *e, const struct trace_opts *t)
 		pw_err("cannot read the outcome counters: %s\n", strerror(-err));
 		return err;
 	}
+	if (engine__kagg_stats(e)) {
+		const struct kagg_stats *ks = engine__kagg_stats(e);
+
+		pw_debug("--aggregate: %llu generations drained, %llu keys shipped first, %llu "
+			 "keys' counts read from the kernel\n",
+			 (unsigned long long)ks->drains, (unsigned long long)ks->keys,
+			 (unsigned long long)ks->drained);
+	}
 	if (full)
 		pw_warn("%llu hits were lost (aggregate map full): more distinct stacks and threads "
 			"in one second than the kernel holds (%u); raise --aggregate-entries\n",

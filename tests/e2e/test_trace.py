@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """`pywalk trace`: exact counts per Python stack on syscall tracepoints, tracefs
 tracepoints, uprobes (libc through ctypes, looked up in the target's own maps), USDT
-notes; --latency weights; --filter decided in BPF; --print lines parsed back; -l; every
-bad input with its message and exit code, before anything is attached.
+notes, with every hit shipped and with --aggregate (counted in the kernel, drained every
+second; a full map counted); --latency weights; --filter decided in BPF; --print lines
+parsed back; speedscope's profile per probe; -l; every bad input with its message and exit
+code, before anything is attached.
 
 The ground truth is tests/targets/trace_target.py: known numbers of calls from known
 functions, made after the tracer is attached (the target waits for SIGUSR1)."""
@@ -31,6 +33,12 @@ P_WRITE = "tracepoint:syscalls:sys_enter_write"
 P_LABS = "uprobe:libc.so.6:labs"
 P_FORK = "tracepoint:sched:sched_process_fork*"  # a wildcard resolved in tracefs
 HITS_HEAD_RE = re.compile(r"^pywalk: (\d+) hits of (\S+), accounted as:\s*$")
+AGG_RE = re.compile(r"^pywalk: (\S+): --aggregate: of the (\d+) shipped, (\d+) counted in the "
+                    r"kernel, (\d+) shipped as the first of their stack, (\d+) shipped whole "
+                    r"\((\d+) deeper than 256 frames, (\d+) whose stack hash another stack "
+                    r"held\)$", re.M)
+DRAINS_RE = re.compile(r"^pywalk: debug: --aggregate: (\d+) generations drained", re.M)
+AGG_FULL = "lost (aggregate map full)"
 
 
 def parse_hits(stderr):
@@ -60,6 +68,18 @@ def check_hits(stderr, probes):
             "%s: buckets add up to %d, not %d hits:\n%s" % (probe, sum(buckets.values()),
                                                             n, stderr)
     return hits
+
+
+def parse_aggregate(stderr):
+    """{probe: (shipped, counted in the kernel, shipped first, shipped whole)}"""
+    out = {}
+    for m in AGG_RE.finditer(stderr):
+        shipped, counted, first, whole, deep, taken = (int(x) for x in m.groups()[1:])
+        assert whole == deep + taken, m.group(0)
+        assert counted + first + whole == shipped, \
+            "counted + first + whole != shipped: %s" % m.group(0)
+        out[m.group(1)] = (shipped, counted, first, whole)
+    return out
 
 
 def names(frames):
@@ -125,18 +145,22 @@ def chain(*leaf):
 
 # --- exact counts, several probes in one run ----------------------------------------------
 
-@pytest.fixture(scope="module")
-def several(pywalk, interp, tmp_path_factory):
+@pytest.fixture(scope="module", params=[False, True], ids=["shipped", "aggregate"])
+def several(request, pywalk, interp, tmp_path_factory):
+    """The exact-count run, every hit shipped, and again with --aggregate: the same counts
+    must come out of the kernel's map."""
     out = str(tmp_path_factory.mktemp("trace") / "out.folded")
     t = e2e.Target(interp, "trace_target.py", ["calls"]).wait_ready()
+    aggregate = request.param
     try:
         probes = [P_GETPID, P_GETPPID, P_STAT, P_WRITE, P_LABS, P_FORK]
-        (rc, stdout, stderr), tout = run_on_target(pywalk, t, probes + ["-o", out])
+        (rc, stdout, stderr), tout = run_on_target(
+            pywalk, t, probes + ["-o", out] + (["--aggregate"] if aggregate else []))
     finally:
         t.stop()
     assert rc == 0, stderr
     return {"probes": probes, "stderr": stderr, "rows": e2e.parse_folded(out),
-            "report": target_report(tout), "pid": t.pid}
+            "report": target_report(tout), "pid": t.pid, "aggregate": aggregate}
 
 
 def test_several_probes_account_for_every_hit(several):
@@ -147,6 +171,27 @@ def test_several_probes_account_for_every_hit(several):
         written = sum(n for frames, n in rows if frames[0] == probe)
         assert written == shipped, "%s: %d shipped, %d in the profile" % (probe, shipped,
                                                                           written)
+
+
+def test_aggregate_counts_in_the_kernel(several):
+    """With --aggregate nearly every hit is counted in the kernel: only the first hit of
+    each (stack, thread) is shipped; without it nothing is."""
+    agg = parse_aggregate(several["stderr"])
+    if not several["aggregate"]:
+        assert agg == {}, several["stderr"]
+        assert AGG_FULL not in several["stderr"]
+        return
+    hits = check_hits(several["stderr"], several["probes"])
+    assert sorted(agg) == sorted(several["probes"]), several["stderr"]
+    for probe, (shipped, counted, first, whole) in agg.items():
+        assert shipped == hits[probe][1]["shipped"], several["stderr"]
+        assert hits[probe][1][AGG_FULL] == 0, several["stderr"]
+        assert whole == 0, several["stderr"]
+    # getpid: two stacks in the main thread (getpid_caller, the callback), one in each
+    # worker; a drain (every second) between two hits of a stack ships its next one first
+    shipped, counted, first, whole = agg[P_GETPID]
+    assert 4 <= first <= 12, agg[P_GETPID]
+    assert counted == shipped - first
 
 
 def test_syscall_counts_are_exact_per_stack(several):
@@ -244,13 +289,19 @@ def test_filter_on_a_tracepoint_field(pywalk, interp, start_target, out_path):
 
 # --- --latency ----------------------------------------------------------------------------
 
-def test_latency_weighs_the_time_inside(pywalk, interp, start_target, out_path):
+@pytest.mark.parametrize("aggregate", [False, True], ids=["shipped", "aggregate"])
+def test_latency_weighs_the_time_inside(pywalk, interp, start_target, out_path, aggregate):
+    """With --aggregate the kernel sums each key's nanoseconds: the same total."""
     t = start_target(interp, "sleep", script="trace_target.py")
     (rc, stdout, stderr), _ = run_on_target(
-        pywalk, t, ["--latency", "uprobe:libc.so.6:usleep", "-o", out_path])
+        pywalk, t, ["--latency", "uprobe:libc.so.6:usleep", "-o", out_path] +
+        (["--aggregate"] if aggregate else []))
     assert rc == 0, stderr
     hits = check_hits(stderr, ["uprobe:libc.so.6:usleep"])
     assert hits["uprobe:libc.so.6:usleep"][1]["shipped"] == tt.N_SLEEP, stderr
+    if aggregate:
+        shipped, counted, first, whole = parse_aggregate(stderr)["uprobe:libc.so.6:usleep"]
+        assert counted >= tt.N_SLEEP - 2 and first >= 1, stderr
     stacks = by_probe(e2e.parse_folded(out_path), False)[None]
     want = ("<module>", "main", "sleep_caller")
     assert list(stacks) == [want], stacks
@@ -296,6 +347,79 @@ def test_latency_pairs_nested_calls_with_their_own_entry(pywalk, interp, start_t
     assert hits["shipped"] == callbacks + 1, stderr
     assert re.search(r"%s: %d entries; 0 returns without their entry" % (
         re.escape(probe), callbacks + 1), stderr), stderr
+
+
+# --- --aggregate: drains and a full map --------------------------------------------------
+
+@pytest.mark.core_only
+def test_aggregate_counts_stay_exact_across_drains(pywalk, interp, start_target, out_path):
+    """A run that lasts several of the kernel map's one-second generations: every
+    generation's counts are added, none twice, none lost between two."""
+    t = start_target(interp, "spread", script="trace_target.py")
+    (rc, stdout, stderr), _ = run_on_target(pywalk, t, ["--aggregate", P_GETPID,
+                                                        "-o", out_path])
+    assert rc == 0, stderr
+    hits = check_hits(stderr, [P_GETPID])[P_GETPID][1]
+    stacks = by_probe(e2e.parse_folded(out_path), False)[None]
+    assert stacks == {("<module>", "main", "spread_caller"): tt.N_SPREAD}, stacks
+    assert hits["shipped"] == tt.N_SPREAD and hits[AGG_FULL] == 0, stderr
+    drains = int(DRAINS_RE.search(stderr).group(1))
+    assert drains >= int(tt.SPREAD_S), stderr
+    shipped, counted, first, whole = parse_aggregate(stderr)[P_GETPID]
+    # the stack's first hit of each generation that saw it is shipped, the rest counted
+    assert 1 <= first <= drains and counted == shipped - first, stderr
+
+
+@pytest.mark.core_only
+def test_aggregate_map_full_is_counted(pywalk, interp, start_target, out_path):
+    """A kernel map of one key: the hits of every other (stack, thread) while it holds
+    one are lost, each counted in its own bucket; what was kept is written exactly."""
+    t = start_target(interp, "calls", script="trace_target.py")
+    (rc, stdout, stderr), tout = run_on_target(
+        pywalk, t, ["--aggregate", "--aggregate-entries", "1", P_GETPID, "-o", out_path])
+    assert rc == 0, stderr
+    callbacks, _ = target_report(tout)
+    hits = check_hits(stderr, [P_GETPID])[P_GETPID][1]
+    written = sum(n for frames, n in e2e.parse_folded(out_path))
+    assert written == hits["shipped"], stderr
+    # every getpid of the target is either written or lost to the full map
+    assert hits["shipped"] + hits[AGG_FULL] == tt.N_GETPID + callbacks + 2 * tt.N_THREAD, \
+        stderr
+    assert hits[AGG_FULL] > 0, stderr
+    assert re.search(r"^pywalk: warning: %d hits were lost \(aggregate map full\): more "
+                     r"distinct stacks and threads in one second than the kernel holds "
+                     r"\(1\); raise --aggregate-entries$" % hits[AGG_FULL], stderr, re.M), \
+        stderr
+
+
+# --- speedscope: a profile per probe --------------------------------------------------------
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("latency", [False, True], ids=["count", "latency"])
+def test_speedscope_has_a_profile_per_probe(pywalk, interp, tmp_path, latency):
+    out = str(tmp_path / "out.speedscope.json")
+    r = e2e.run_pywalk(["trace", P_GETPID, P_GETPPID, "-o", out] +
+                       (["--latency"] if latency else []) + ["--", CORE_PY, "-c", PPROF_SCRIPT])
+    assert r.returncode == 0, r.stderr
+    with open(out, encoding="utf-8") as f:
+        doc = json.load(f)
+    frames = doc["shared"]["frames"]
+    profiles = dict((p["name"].split(" / ")[0], p) for p in doc["profiles"])
+    assert sorted(profiles) == sorted([P_GETPID, P_GETPPID]), [p["name"] for p in
+                                                                 doc["profiles"]]
+    for probe, n in ((P_GETPID, 5), (P_GETPPID, 3)):
+        prof = profiles[probe]
+        assert re.match(r"^%s / python3\.11 \(\d+\)$" % re.escape(probe), prof["name"]), prof
+        assert prof["type"] == "sampled"
+        assert prof["unit"] == ("nanoseconds" if latency else "none"), prof
+        assert len(prof["samples"]) == len(prof["weights"]) == 1, prof
+        stack = [frames[i]["name"] for i in prof["samples"][0]]
+        assert stack == ["<module>"], stack
+        assert prof["endValue"] == sum(prof["weights"])
+        if latency:
+            assert prof["weights"][0] > 0
+        else:
+            assert prof["weights"] == [n], prof
 
 
 # --- USDT ---------------------------------------------------------------------------------
@@ -459,6 +583,25 @@ BAD = [
      "their returns; this probe has none" % P_FORK),
     ([], 2,
      "pywalk: no probe given (e.g. tracepoint:syscalls:sys_enter_openat; list them with -l)"),
+    (["-F", "99", P_GETPID], 2,
+     "pywalk: trace takes no -F/--frequency: a probe's rate is in its spec (e.g. "
+     "software:cpu-clock:99hz); tracepoints, uprobes and USDT probes count every hit"),
+    (["-e", "cycles", P_GETPID], 2,
+     "pywalk: trace takes no -e/--event: the probe is the event (e.g. software:cpu-clock:99hz, "
+     "hardware:cycles:1000000)"),
+    (["--mode", "off-cpu", P_GETPID], 2,
+     "pywalk: trace takes no --mode: it counts the probes' hits (--latency weighs them by the "
+     "time inside; off-CPU time is pywalk record --mode off-cpu)"),
+    ([P_GETPID, "--min-block", "1ms"], 2,
+     "pywalk: trace takes no --min-block: it is pywalk record --mode off-cpu's (trace "
+     "--filter chooses which hits count)"),
+    ([P_GETPID, "--aggregate", "--print"], 2,
+     "pywalk: --print writes every hit and --aggregate ships only the first of each stack: "
+     "give one of them"),
+    ([P_GETPID, "--aggregate-entries", "0", "--aggregate"], 2,
+     "pywalk: invalid --aggregate-entries '0' (1-1048576)"),
+    ([P_GETPID, "--aggregate-entries", "10"], 2,
+     "pywalk: --aggregate-entries is for --aggregate"),
 ]
 
 
@@ -495,6 +638,20 @@ def test_kprobe_is_refused_on_a_kernel_without_kprobes(pywalk, interp, start_tar
     assert r.stderr.splitlines() == [
         "pywalk: 'kprobe:do_sys_openat2': kprobes are not supported by this kernel (%s is "
         "absent: built without CONFIG_KPROBES); use a tracepoint: instead" % KPROBE_PMU]
+
+
+@pytest.mark.core_only
+def test_kprobe_listing_is_refused_on_a_kernel_without_kprobes(pywalk, interp):
+    if os.path.exists(KPROBE_PMU):
+        pytest.skip("this kernel has kprobes")
+    for pattern in ("kprobe:*", "kretprobe:vfs_*"):
+        r = e2e.run_pywalk(["trace", "-l", pattern])
+        assert r.returncode == 1, r.stderr
+        assert r.stdout == ""
+        assert r.stderr.splitlines() == [
+            "pywalk: -l '%s': kprobes are not supported by this kernel (%s is absent: built "
+            "without CONFIG_KPROBES); use a tracepoint: instead (list them with pywalk trace "
+            "-l 'tracepoint:*')" % (pattern, KPROBE_PMU)]
 
 
 def tracefs_mounted():

@@ -13,6 +13,9 @@ Usage: python3 trace_target.py MODE
   nested - prints READY, waits for SIGUSR1, then one qsort from nested_caller whose
           comparator (nested_compare) runs a qsort of its own each time; prints
           "CALLBACKS N"
+  spread - prints READY, waits for SIGUSR1, then os.getpid() N_SPREAD times from
+          spread_caller over SPREAD_S seconds: a run that outlasts trace --aggregate's
+          drains
 
 Each syscall or C function is called from one function that calls nothing else, so a
 probe's stacks are known by their leaf: os.getpid from getpid_caller (and from
@@ -28,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 N_GETPID = 1234
 N_THREAD = 321      # per thread
@@ -40,6 +44,9 @@ N_FORK = 5
 N_GC = 7
 N_SLEEP = 10
 SLEEP_US = 20000
+N_SPREAD = 12000
+SPREAD_ROUNDS = 30
+SPREAD_S = 3.0
 QSORT_ITEMS = 16
 WRITE_FD = 100
 OTHER_FD = 101
@@ -145,6 +152,13 @@ def sleep_caller():
         libc.usleep(SLEEP_US)
 
 
+def spread_caller():
+    for _ in range(SPREAD_ROUNDS):
+        for _ in range(N_SPREAD // SPREAD_ROUNDS):
+            os.getpid()
+        time.sleep(SPREAD_S / SPREAD_ROUNDS)
+
+
 def spin_getpid():
     while True:
         os.getpid()
@@ -192,6 +206,9 @@ def main():
     elif mode == "loop":
         print("READY", flush=True)
         spin_getpid()
+    elif mode == "spread":
+        wait_go()
+        spread_caller()
     elif mode == "nested":
         wait_go()
         nested_caller()
