@@ -8,9 +8,10 @@
   3. Aggregator cost: pywalk's own CPU time and peak RSS at sustained sample rates.
   4. Peers (perf, austin, bpftrace) in the same rounds as 2, and how well each recovers
      the workload's known 70/30 time split.
-  7. Cost per probe hit: `pywalk trace` on a syscall tracepoint hit from a 10-frame
-     Python stack, beside bpftrace's `@[ustack] = count()` on the same probe, as the extra
-     CPU time of the thread that makes the calls (the probe runs in that thread).
+  7. Cost per probe hit: `pywalk trace` (every hit shipped, and --aggregate) on a syscall
+     tracepoint hit from a 10-frame Python stack, beside bpftrace's `@[ustack] = count()`
+     on the same probe, as the extra CPU time of the thread that makes the calls (the
+     probe runs in that thread) and the tracer's own CPU time per hit.
 
 Benchmarks are measurements: a slow or noisy machine changes the figures, never the exit
 status. The exit status is non-zero only when the harness itself broke (a section produced
@@ -261,9 +262,9 @@ PROBE = "tracepoint:syscalls:sys_enter_getpid"
 
 def start_tracer(kind, cfg, pid, tmp):
     """A tracer on PROBE for pid, returned once it is attached."""
-    if kind == "pywalk trace":
+    if kind.startswith("pywalk trace"):
         argv = [cfg.pywalk, "trace", "-v", "-p", str(pid), PROBE, "-o",
-                os.path.join(tmp, "trace.folded")]
+                os.path.join(tmp, "trace.folded")] + kind.split()[2:]
         ready, stream = "debug: tracing:", "stderr"
     else:
         argv = ["bpftrace", "-e", "%s /pid == %d/ { @[ustack] = count(); }" % (PROBE, pid)]
@@ -282,14 +283,31 @@ def start_tracer(kind, cfg, pid, tmp):
     return t
 
 
+def task_cpu_ns(pid):
+    """User + system CPU of process pid so far (clock ticks, as ns)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 10**9 // os.sysconf("SC_CLK_TCK")
+
+
+def reap_cpu_ns(t):
+    """Wait for tracer t to end; its whole CPU time in ns (wait4's rusage)."""
+    _, status, ru = os.wait4(t.pid, 0)
+    t.returncode = os.waitstatus_to_exitcode(status)
+    return int((ru.ru_utime + ru.ru_stime) * 1e9)
+
+
 def probe_round(kind, interp, cfg, calls, tmp):
-    """Thread CPU ns of `calls` hits with tracer `kind` (None: alone), and what the tracer
-    counted: (hits over all its stacks, distinct stacks), None without a tracer."""
+    """Thread CPU ns of `calls` hits with tracer `kind` (None: alone), what the tracer
+    counted: (hits over all its stacks, distinct stacks), and the tracer's own CPU ns from
+    the first call to its end (None without a tracer)."""
     p, pid = start_workload(interp, ["calls", "--calls", str(calls)], stdin=subprocess.PIPE)
     t = None
+    tracer_ns = None
     try:
         if kind:
             t = start_tracer(kind, cfg, pid, tmp)
+            tracer_ns = -task_cpu_ns(t.pid)  # loading and attaching are not per hit
         p.stdin.write("go\n")
         p.stdin.flush()
         line = p.stdout.readline()
@@ -298,16 +316,20 @@ def probe_round(kind, interp, cfg, calls, tmp):
             raise RuntimeError("workload did not finish: %r" % line)
         p.wait(timeout=60)
         counted = None
-        if kind == "pywalk trace":
-            t.wait(timeout=60)  # ends with its target
+        if kind and kind.startswith("pywalk trace"):
+            # ends with its target; stderr read first, so a full pipe cannot stall it
+            t.stderr.read()
+            tracer_ns += reap_cpu_ns(t)
             rows = parse_folded(os.path.join(tmp, "trace.folded"))
             counted = (sum(n for _, n in rows), len(rows))
         elif kind:
             t.send_signal(signal.SIGINT)
-            out, _ = t.communicate(timeout=60)
+            out = t.stdout.read()
+            t.stderr.read()
+            tracer_ns += reap_cpu_ns(t)
             stacks = parse_bpftrace(out)
             counted = (sum(n for _, n in stacks), len(stacks))
-        return int(m.group(1)), counted
+        return int(m.group(1)), counted, tracer_ns
     finally:
         stop(t, signal.SIGINT)
         stop(p)
@@ -318,18 +340,21 @@ def section_probe(cfg, interps):
     interp = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or interps[0]
     calls = 20000 if cfg.quick else 200000
     rounds = 1 if cfg.quick else 5
-    kinds = ["pywalk trace"] + (["bpftrace"] if shutil.which("bpftrace") else [])
-    if len(kinds) == 1:
+    kinds = ["pywalk trace", "pywalk trace --aggregate"] + (
+        ["bpftrace"] if shutil.which("bpftrace") else [])
+    if len(kinds) == 2:
         out["errors"].append("bpftrace is not installed: no peer in section 7")
     alone, traced, counts = [], dict((k, []) for k in kinds), dict((k, []) for k in kinds)
+    tracer = dict((k, []) for k in kinds)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             try:
                 alone.append(probe_round(None, interp, cfg, calls, tmp)[0])
                 for k in kinds:
-                    ns, n = probe_round(k, interp, cfg, calls, tmp)
+                    ns, n, own = probe_round(k, interp, cfg, calls, tmp)
                     traced[k].append(ns)
                     counts[k].append(n)
+                    tracer[k].append(own)
             except Exception as e:  # noqa: BLE001 - a failed round must not stop the run
                 out["errors"].append("round %d: %s" % (r, e))
                 log("probe round %d failed: %s" % (r, e))
@@ -338,11 +363,14 @@ def section_probe(cfg, interps):
         if not traced[k] or base is None:
             continue
         per_hit = (statistics.median(traced[k]) - base) / calls
+        own = statistics.median(tracer[k]) / calls
         out["tools"].append({"tool": k, "interp": interp.label, "calls": calls,
                              "rounds": len(traced[k]), "alone_ns_per_call": base / calls,
-                             "ns_per_hit": per_hit, "counted": counts[k]})
-        log("probe %-12s %s: %.0f ns per hit (alone %.0f ns per call), counted %s of %d" %
-            (k, interp.label, per_hit, base / calls, counts[k], calls))
+                             "ns_per_hit": per_hit, "tracer_ns_per_hit": own,
+                             "counted": counts[k]})
+        log("probe %-24s %s: %.0f ns per hit in the target, %.0f in the tracer (alone %.0f "
+            "ns per call), counted %s of %d" % (k, interp.label, per_hit, own, base / calls,
+                                               counts[k], calls))
     return out
 
 
@@ -1101,18 +1129,23 @@ def render(res):
         L.append("")
         L.append("`%s` hit from a %d-frame Python stack, `os.getpid()` in a loop: the extra "
                  "CPU time of the calling thread per hit (the probe program runs in it), "
-                 "median of interleaved rounds against the same calls untraced. bpftrace: "
+                 "median of interleaved rounds against the same calls untraced; and the "
+                 "tracer's own CPU time (user + system, from the first call to its exit, "
+                 "writing its output included) per hit. `--aggregate` counts in the "
+                 "kernel and ships only each stack's first hit. bpftrace: "
                  "`@[ustack] = count()` (native frames: for Python, interpreter frames). "
                  "counted: the hits each tool counted, per round, and in how many distinct "
                  "stacks (the workload's calls all come from one Python stack)." %
                  (s5["probe"], s5["frames"]))
         L.append("")
-        L.append("| tool | CPython | calls | rounds | ns per call alone | ns per hit | counted |")
-        L.append("|---|---|--:|--:|--:|--:|---|")
+        L.append("| tool | CPython | calls | rounds | ns per call alone | ns per hit | "
+                 "tracer ns per hit | counted |")
+        L.append("|---|---|--:|--:|--:|--:|--:|---|")
         for t in s5["tools"]:
-            L.append("| %s | %s | %d | %d | %s | %s | %s |" % (
+            L.append("| %s | %s | %d | %d | %s | %s | %s | %s |" % (
                 t["tool"], t["interp"], t["calls"], t["rounds"],
                 fmt(t["alone_ns_per_call"]), fmt(t["ns_per_hit"]),
+                fmt(t["tracer_ns_per_hit"]),
                 ", ".join("%d in %d" % tuple(c) for c in t["counted"])))
         L.append("")
     if res["errors"]:
