@@ -108,10 +108,12 @@ def leaf_counts(stacks):
     return c
 
 
-def run_on_target(pywalk, target, args, timeout=120):
-    """pywalk trace -v -p TARGET ARGS, the target released once tracing has begun;
+def run_on_target(pywalk, target, args, timeout=120, every=False):
+    """pywalk trace -v -p TARGET ARGS (every: --all ARGS, stopped by SIGINT once the
+    target is done), the target released once tracing has begun;
     (CompletedProcess-like (returncode, stdout, stderr), target's stdout)."""
-    cmd = [pywalk, "trace", "-v", "-p", str(target.pid)] + [str(a) for a in args]
+    cmd = [pywalk, "trace", "-v"] + (["--all"] if every else ["-p", str(target.pid)]) + \
+        [str(a) for a in args]
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     err = b""
@@ -126,6 +128,10 @@ def run_on_target(pywalk, target, args, timeout=120):
             chunk = os.read(p.stderr.fileno(), 65536)
             err += chunk
     os.kill(target.pid, signal.SIGUSR1)
+    if every:
+        target.proc.wait(timeout=timeout)
+        time.sleep(0.3)  # its last records are read
+        p.send_signal(signal.SIGINT)
     out, rest = p.communicate(timeout=timeout)
     target.proc.wait(timeout=timeout)
     tout = target.proc.stdout.read().decode()
@@ -218,6 +224,28 @@ def test_uprobe_in_the_targets_own_libc_is_exact(several):
 
 def test_wildcard_tracepoint_from_tracefs_is_exact(several):
     assert by_probe(several["rows"], True)[P_FORK][chain("fork_caller")] == tt.N_FORK
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("aggregate", [False, True], ids=["shipped", "aggregate"])
+def test_all_processes_with_a_uprobe_by_path(pywalk, interp, start_target, out_path,
+                                             aggregate):
+    """--all and a uprobe on a library's path: every Python process is traced, each under
+    its own root frame; the target's calls are exact among them."""
+    t = start_target(interp, "calls", script="trace_target.py")
+    probe = "uprobe:%s:labs" % libc_of(t.pid)
+    (rc, stdout, stderr), _ = run_on_target(
+        pywalk, t, [probe, "-o", out_path] + (["--aggregate"] if aggregate else []),
+        every=True)
+    assert rc == 0, stderr
+    check_hits(stderr, [probe])
+    mine = collections.Counter()
+    for frames, n in e2e.parse_folded(out_path):
+        m = e2e.TASK_FRAME_RE.match(frames[0])
+        assert m, frames
+        if int(m.group("id")) == t.pid:
+            mine[tuple(names(frames[1:]))] += n
+    assert mine == {chain("labs_caller"): tt.N_LABS}, mine
 
 
 # --- --print ------------------------------------------------------------------------------
