@@ -142,15 +142,18 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 	return fx;
 }
 
-/* Count `count` samples of the stack codes[0..n) (root first) in thread `tid` (0: ours). */
-FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32_t n,
-		      uint64_t count)
+/* Count `count` hits of trace's probe `probe` (0: samples of the sampler), each weighing
+ * `weight` (0: one), of the stack codes[0..n) (root first) in thread `tid` (0: ours). */
+FX_API void fx_hit(struct fx *fx, uint32_t probe, uint64_t weight, uint32_t tid,
+		   const uint64_t *codes, uint32_t n, uint64_t count)
 {
 	size_t size = sizeof(struct pw_sample_hdr) + n * sizeof(struct pw_frame);
 	struct pw_sample_hdr *h = calloc(1, size);
 	struct pw_frame *frames = (struct pw_frame *)(h + 1);
 
 	h->kind = PW_REC_SAMPLE;
+	h->probe = (uint16_t)probe;
+	h->weight = weight;
 	h->target = fx->t.id;
 	h->pid = (uint32_t)getpid();
 	h->tid = tid ? tid : (uint32_t)gettid();
@@ -169,6 +172,13 @@ FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32
 		if (profile__add_record(fx->p, h, size))
 			abort();
 	free(h);
+}
+
+/* Count `count` samples of the stack codes[0..n) (root first) in thread `tid` (0: ours). */
+FX_API void fx_sample(struct fx *fx, uint32_t tid, const uint64_t *codes, uint32_t n,
+		      uint64_t count)
+{
+	fx_hit(fx, 0, 0, tid, codes, n, count);
 }
 
 FX_API void fx_free(struct fx *fx)

@@ -105,6 +105,45 @@ static void test_speedscope_hostile_names_stay_json_strings(void **state)
 	fx_free(fx);
 }
 
+/* trace: a profile per probe and thread, named after the probe; hits count once (unit
+ * none), --latency's weigh nanoseconds */
+static void test_speedscope_has_a_profile_per_probe(void **state)
+{
+	struct profile_opts o = { .nprobes = 2 };
+	struct fx *fx;
+	uint64_t a, b;
+	char want[2048];
+	size_t len;
+	char *out;
+
+	(void)state;
+	o.probe_names[1] = "tracepoint:syscalls:sys_enter_getpid";
+	o.probe_names[2] = "uprobe:libc.so.6:usleep";
+	o.probe_ns[2] = true;
+	fx = fx_new(&o, "proc");
+	profile__set_sampling(fx->p, 0, 1700000000000000000ull, 1700000002000000000ull);
+	a = fx_code(fx, "main", "/app.py", 10);
+	b = fx_code(fx, "work", "/app.py", 20);
+	fx_hit(fx, 2, 1500, 101, (uint64_t[]){ a, b }, 2, 2);
+	fx_hit(fx, 1, 0, 101, (uint64_t[]){ a, b }, 2, 7);
+	fx_hit(fx, 1, 0, 101, (uint64_t[]){ a }, 1, 1);
+	out = fx_write(fx, out_speedscope_write, &len);
+	snprintf(want, sizeof(want),
+		 "\"profiles\":["
+		 "{\"type\":\"sampled\",\"name\":\"tracepoint:syscalls:sys_enter_getpid / ? (101)\","
+		 "\"unit\":\"none\",\"startValue\":0,\"endValue\":8,\n"
+		 "\"samples\":[\n[0,1],\n[0]],\n\"weights\":[7,1]},\n"
+		 "{\"type\":\"sampled\",\"name\":\"uprobe:libc.so.6:usleep / ? (101)\","
+		 "\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":3000,\n"
+		 "\"samples\":[\n[0,1]],\n\"weights\":[3000]}],\n"
+		 "\"activeProfileIndex\":1}\n");
+	assert_non_null(out);
+	assert_true(fx_json_valid(out, len));
+	assert_non_null(strstr(out, want));
+	free(out);
+	fx_free(fx);
+}
+
 static void test_speedscope_empty_profile_is_valid(void **state)
 {
 	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "idle");
@@ -203,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_speedscope_empty_profile_is_valid),
 		cmocka_unit_test(test_timeline_small_profile_exact),
 		cmocka_unit_test(test_timeline_keeps_to_its_budget),
+		cmocka_unit_test(test_speedscope_has_a_profile_per_probe),
 	};
 
 	return cmocka_run_group_tests_name("out_speedscope", tests, NULL, NULL);
