@@ -17,11 +17,17 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 
 import pywalk_e2e as e2e
+import test_formats as tf
 import trace_target as tt
+
+# the format tests' real consumers: the speedscope app in headless Chromium
+node_tools = tf.node_tools
+chromium_bin = tf.chromium_bin
 
 CORE_PY = "/usr/bin/python3.11"
 KPROBE_PMU = "/sys/bus/event_source/devices/kprobe"
@@ -448,6 +454,30 @@ def test_speedscope_has_a_profile_per_probe(pywalk, interp, tmp_path, latency):
             assert prof["weights"][0] > 0
         else:
             assert prof["weights"] == [n], prof
+
+
+@pytest.mark.core_only
+def test_speedscope_per_probe_loads_in_the_speedscope_app(pywalk, interp, tmp_path, node_tools):
+    """The real app imports the file and offers its two profiles, one per probe."""
+    site = str(tmp_path / "site")
+    shutil.copytree(os.path.join(node_tools, "node_modules", "speedscope", "dist", "release"),
+                    site)
+    out = os.path.join(site, "profile.speedscope.json")
+    r = e2e.run_pywalk(["trace", P_GETPID, P_GETPPID, "-o", out, "--", CORE_PY, "-c",
+                        PPROF_SCRIPT])
+    assert r.returncode == 0, r.stderr
+    with open(out, encoding="utf-8") as f:
+        doc = json.load(f)
+    with tf.http_server(site) as base:
+        url = "%s/index.html#profileURL=%s" % (
+            base, urllib.parse.quote(base + "/profile.speedscope.json", safe=""))
+        res = tf.browser(node_tools, "speedscope", url, tf.artifact("speedscope-trace.png"))
+    assert not res["pageErrors"] and not res["consoleErrors"], res
+    assert res["title"] == "%s - speedscope" % doc["name"], res["title"]
+    # the toolbar names the profile shown and how many the file has
+    active = doc["profiles"][doc["activeProfileIndex"]]["name"]
+    assert active in res["text"] and "(%d/2)" % (doc["activeProfileIndex"] + 1) in res["text"], \
+        res["text"]
 
 
 # --- USDT ---------------------------------------------------------------------------------
