@@ -383,6 +383,30 @@ def test_latency_pairs_nested_calls_with_their_own_entry(pywalk, interp, start_t
         re.escape(probe), callbacks + 1), stderr), stderr
 
 
+@pytest.mark.core_only
+def test_latency_of_tls_reads_in_the_targets_libssl(pywalk, interp, start_target, tmp_path,
+                                                    out_path):
+    """The issue's `uprobe:libssl.so.3:SSL_read --latency`: libssl found in the target's
+    maps, the time inside each read by its Python caller (CPython 3.11 calls
+    SSL_read_ex)."""
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                        "1", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    t = start_target(interp, "tls", cert, key, script="trace_target.py")
+    probe = "uprobe:libssl.so.3:SSL_read_ex"
+    (rc, stdout, stderr), _ = run_on_target(pywalk, t, ["--latency", probe, "-o", out_path])
+    assert rc == 0, stderr
+    assert check_hits(stderr, [probe])[probe][1]["shipped"] == tt.N_TLS, stderr
+    stacks = by_probe(e2e.parse_folded(out_path), False)[None]
+    want = ("<module>", "main", "tls", "tls_reader", "SSLSocket.recv", "SSLSocket.read")
+    assert list(stacks) == [want], stacks
+    # each read waits for a message written TLS_GAP_S after the one before
+    gap = int(tt.TLS_GAP_S * 1e9)
+    assert (tt.N_TLS - 1) * gap <= stacks[want] <= tt.N_TLS * (gap + 50 * 10**6), stacks
+
+
 # --- --aggregate: drains and a full map --------------------------------------------------
 
 @pytest.mark.core_only

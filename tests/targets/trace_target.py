@@ -13,6 +13,9 @@ Usage: python3 trace_target.py MODE
   nested - prints READY, waits for SIGUSR1, then one qsort from nested_caller whose
           comparator (nested_compare) runs a qsort of its own each time; prints
           "CALLBACKS N"
+  tls CERT KEY - a TLS connection over a socket pair (OpenSSL through the ssl module), the
+          handshake made, prints READY, waits for SIGUSR1; then another thread writes
+          N_TLS messages TLS_GAP_S apart and tls_reader reads each (SSL_read_ex)
   spread - prints READY, waits for SIGUSR1, then os.getpid() N_SPREAD times from
           spread_caller over SPREAD_S seconds: a run that outlasts trace --aggregate's
           drains
@@ -44,6 +47,8 @@ N_FORK = 5
 N_GC = 7
 N_SLEEP = 10
 SLEEP_US = 20000
+N_TLS = 10
+TLS_GAP_S = 0.02
 N_SPREAD = 12000
 SPREAD_ROUNDS = 30
 SPREAD_S = 3.0
@@ -152,6 +157,39 @@ def sleep_caller():
         libc.usleep(SLEEP_US)
 
 
+def tls_reader(conn):
+    for _ in range(N_TLS):
+        conn.recv(16)  # waits in SSL_read_ex for the writer's next message
+
+
+def tls(cert, key):
+    import socket
+    import ssl
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # threads inherit it
+    a, b = socket.socketpair()
+    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sctx.load_cert_chain(cert, key)
+    cctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    cctx.check_hostname = False
+    cctx.verify_mode = ssl.CERT_NONE
+    go = threading.Event()
+
+    def writer():
+        srv = sctx.wrap_socket(a, server_side=True)
+        go.wait()
+        for _ in range(N_TLS):
+            time.sleep(TLS_GAP_S)
+            srv.sendall(b"message!")
+
+    th = threading.Thread(target=writer)
+    th.start()
+    cli = cctx.wrap_socket(b, server_hostname="localhost")
+    wait_go()
+    go.set()
+    tls_reader(cli)
+    th.join()
+
+
 def spread_caller():
     for _ in range(SPREAD_ROUNDS):
         for _ in range(N_SPREAD // SPREAD_ROUNDS):
@@ -206,6 +244,8 @@ def main():
     elif mode == "loop":
         print("READY", flush=True)
         spin_getpid()
+    elif mode == "tls":
+        tls(sys.argv[2], sys.argv[3])
     elif mode == "spread":
         wait_go()
         spread_caller()
