@@ -298,6 +298,17 @@ struct pw_sample {
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
 };
 
+/* trace --print: what the probe saw, after a sample's frames (a stack shallower than
+ * PW_MAX_FRAMES_CAP - 4 frames, which every stack within --max-depth's default is). */
+struct pw_print_args {
+	__s64 arg[6];	/* uprobe, usdt, syscall entry: the call's arguments */
+	__s64 ret;	/* uretprobe, syscall exit: the return value */
+	__u32 nargs;	/* how many of arg[] the probe has */
+	__u32 has_ret;
+};
+_Static_assert(sizeof(struct pw_print_args) == 64, "pw_print_args is ABI");
+#define PW_PRINT_ARGS_MAX_FRAMES (PW_MAX_FRAMES_CAP - 4)
+
 /* trace --aggregate: each hit of a complete stack is counted in a BPF hash map keyed by
  * (stack, its process lifetime, thread, probe, site) instead of being shipped. The stack is
  * a hash of its frames (seeded per run), checked frame by frame against the frames the map

@@ -35,6 +35,8 @@ const volatile __u32 max_depth = PW_DEFAULT_MAX_DEPTH;
 const volatile bool follow_all = false;
 /* Ship code records (off only in benchmarks that measure the walk alone). */
 const volatile bool capture_code = true;
+/* trace --print: every probe fills its hit, and samples carry it (struct pw_print_args) */
+const volatile bool print_args = false;
 
 #define PW_WAKEUP_NS (10 * 1000 * 1000)
 #define PW_WAKEUP_BYTES (1 << 20)
@@ -48,6 +50,7 @@ const volatile bool capture_code = true;
 struct pw_hit {
 	__u64 args[6];
 	__u64 ret;
+	__u32 nargs, has_ret; /* --print: which of them the probe has */
 	__u64 comm[2]; /* the thread's comm, NUL-padded */
 	__u8 rec[PW_FILTER_REC_MAX] __attribute__((aligned(8)));
 };
@@ -382,6 +385,15 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
+	if (print_args && wc.w.nframes <= PW_PRINT_ARGS_MAX_FRAMES) {
+		struct pw_print_args *pa = (void *)&s->sample.frames[wc.w.nframes];
+
+		__builtin_memcpy(pa->arg, s->hit.args, sizeof(pa->arg));
+		pa->ret = (__s64)s->hit.ret;
+		pa->nargs = s->hit.nargs;
+		pa->has_ret = s->hit.has_ret;
+		len += sizeof(struct pw_print_args);
+	}
 	/* Waking the consumer costs an IPI and a context switch, several microseconds: wake it
 	 * only when this CPU's last wakeup is PW_WAKEUP_NS old or the buffer is filling up,
 	 * which bounds the delay before symbolization (code objects can die meanwhile). */
@@ -420,6 +432,12 @@ struct {
 static __always_inline bool has_filter(__u32 probe)
 {
 	return probe < PW_MAX_PROBES && ((filter_probes >> probe) & 1);
+}
+
+/* Does the hit's program fill what the probe saw (for its filter, or --print)? */
+static __always_inline bool wants_hit(__u32 probe)
+{
+	return print_args || has_filter(probe);
 }
 
 /* The hit of this CPU, for the programs of probes with a filter to fill. */
@@ -676,13 +694,16 @@ static __always_inline void probe_hit(__u32 probe, __u32 site, struct pw_hit *hi
 		sample_current(probe, site, 1, hit);
 }
 
-/* The arguments of a function call (x86-64 ABI: the first six in registers). */
-static __always_inline struct pw_hit *call_hit(__u32 probe, struct pt_regs *ctx)
+/* The arguments of a function call (x86-64 ABI: the first six in registers), or at its
+ * return (`ret`) its return value. */
+static __always_inline struct pw_hit *call_hit(__u32 probe, struct pt_regs *ctx, bool ret)
 {
 	struct pw_hit *hit;
 
-	if (!has_filter(probe) || !(hit = hit_buf()))
+	if (!wants_hit(probe) || !(hit = hit_buf()))
 		return NULL;
+	hit->nargs = ret ? 0 : 6;
+	hit->has_ret = ret;
 	hit->args[0] = PT_REGS_PARM1(ctx);
 	hit->args[1] = PT_REGS_PARM2(ctx);
 	hit->args[2] = PT_REGS_PARM3(ctx);
@@ -699,7 +720,7 @@ int on_uprobe(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx);
 
-	probe_hit(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), call_hit(PW_COOKIE_PROBE(c), ctx));
+	probe_hit(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), call_hit(PW_COOKIE_PROBE(c), ctx, false));
 	return 0;
 }
 
@@ -710,15 +731,15 @@ int on_uretprobe(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx), weight = 1;
 	__u32 probe = PW_COOKIE_PROBE(c), site = PW_COOKIE_SITE(c);
-	struct pw_hit *hit = NULL;
+	struct pw_hit *hit = call_hit(probe, ctx, true);
 
-	/* a latency pair's filter decided at the entry */
+	/* a latency pair's filter decided at the entry (the hit keeps the return value for
+	 * --print) */
 	if (is_latency(probe)) {
 		weight = latency_exit(probe);
 		if (!weight)
 			return 0;
-	} else {
-		hit = call_hit(probe, ctx);
+		hit = NULL;
 	}
 	sample_current(probe, site, weight, hit);
 	return 0;
@@ -733,13 +754,15 @@ int on_usdt(struct pt_regs *ctx)
 	__u32 probe = PW_COOKIE_PROBE(c);
 	struct pw_hit *hit = NULL;
 
-	if (has_filter(probe) && (hit = hit_buf())) {
+	if (wants_hit(probe) && (hit = hit_buf())) {
 		for (int i = 0; i < 6; i++) {
 			long v = 0;
 
 			bpf_usdt_arg(ctx, i, &v);
 			hit->args[i] = v;
 		}
+		hit->nargs = (__u32)bpf_usdt_arg_cnt(ctx);
+		hit->has_ret = 0;
 	}
 	probe_hit(probe, PW_COOKIE_SITE(c), hit);
 	return 0;
@@ -753,8 +776,11 @@ int on_tracepoint(void *ctx)
 	struct pw_hit *hit = NULL;
 
 	/* the record as the filter's fields describe it (its format in tracefs) */
-	if (has_filter(probe) && (hit = hit_buf()))
+	if (wants_hit(probe) && (hit = hit_buf())) {
 		bpf_probe_read_kernel(hit->rec, sizeof(hit->rec), ctx);
+		hit->nargs = 0;
+		hit->has_ret = 0;
+	}
 	probe_hit(probe, PW_COOKIE_SITE(c), hit);
 	return 0;
 }
@@ -779,7 +805,9 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!probe)
 		return 0;
-	if (has_filter(probe) && (hit = hit_buf())) {
+	if (wants_hit(probe) && (hit = hit_buf())) {
+		hit->nargs = 6;
+		hit->has_ret = 0;
 		hit->args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
 		hit->args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
 		hit->args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
@@ -807,10 +835,18 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		weight = latency_exit(probe);
 		if (!weight)
 			return 0;
+		if (print_args && (hit = hit_buf())) {
+			hit->ret = ctx->args[1]; /* for --print; the filter decided at the entry */
+			hit->nargs = 0;
+			hit->has_ret = 1;
+			hit = NULL;
+		}
 	} else if (!probe) {
 		return 0;
-	} else if (has_filter(probe) && (hit = hit_buf())) {
+	} else if (wants_hit(probe) && (hit = hit_buf())) {
 		hit->ret = ctx->args[1];
+		hit->nargs = 0;
+		hit->has_ret = 1;
 	}
 	sample_current(probe, (__u32)nr + 1, weight, hit);
 	return 0;
@@ -822,12 +858,18 @@ int on_perf_event(struct bpf_perf_event_data *ctx)
 	/* the sampler's perf events carry no cookie (probe 0); trace's software and hardware
 	 * event probes carry theirs, and a filter of theirs sees no arguments */
 	__u64 c = bpf_get_attach_cookie(ctx);
+	struct pw_hit *hit;
 
 	if (!c) {
 		sample_current(0, 0, 1, NULL);
 		return 0;
 	}
-	sample_current(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), 1, hit_buf());
+	hit = hit_buf();
+	if (hit) {
+		hit->nargs = 0;
+		hit->has_ret = 0;
+	}
+	sample_current(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), 1, hit);
 	return 0;
 }
 

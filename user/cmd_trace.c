@@ -82,9 +82,10 @@ static void trace_help(FILE *f)
 		"frame; pprof has one sample type per probe (count, or nanoseconds with\n"
 		"--latency); speedscope has one profile per probe and thread, named after both.\n\n"
 		"--print lines, tab-separated:\n"
-		"  SECONDS  PID  TID  COMM  PROBE  WEIGHT  STACK\n"
-		"SECONDS since tracing began, WEIGHT 1 (nanoseconds with --latency), STACK root\n"
-		"first as in folded output, COMM and names escaped as folded output escapes them.\n\n"
+		"  SECONDS  PID  TID  COMM  PROBE  WEIGHT  ARGS  STACK\n"
+		"SECONDS since tracing began, WEIGHT 1 (nanoseconds with --latency), ARGS what\n"
+		"the probe saw ('arg0=1 arg1=0 ...', 'ret=0', '-'), STACK root first as in folded\n"
+		"output, COMM and names escaped as folded output escapes them.\n\n"
 		"Examples:\n"
 		"    pywalk trace -p 4242 tracepoint:syscalls:sys_enter_openat -d 10\n"
 		"    pywalk trace usdt:/usr/bin/python3.11:python:gc__start -- python3.11 app.py\n"
@@ -300,6 +301,7 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	if (t->print) {
 		eo.profile.on_stack = trace_print_stack;
 		eo.profile.on_stack_ctx = &r.print;
+		eo.print_args = true;
 	}
 	eo.latency_probes = trace_latency_mask(&t->set);
 	eo.aggregate = t->aggregate;

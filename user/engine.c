@@ -495,6 +495,7 @@ int engine__start(struct engine *e)
 						    .latency_probes = e->opts.latency_probes,
 						    .filter_probes = e->opts.filter_probes,
 						    .aggregate = e->opts.aggregate,
+						    .print_args = e->opts.print_args,
 						    .aggregate_entries = e->opts.aggregate_entries,
 						    .on_record = on_record,
 						    .ctx = e },

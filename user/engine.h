@@ -32,6 +32,7 @@ struct engine_opts {
 	 * into the profile (whose on_stack hook the engine then takes) */
 	bool aggregate;
 	uint32_t aggregate_entries; /* keys the kernel holds between drains (0: default) */
+	bool print_args; /* trace --print: samples carry the probe's arguments */
 	int (*attach)(void *ctx, struct loader *ld);
 	void *attach_ctx;
 };

@@ -116,13 +116,14 @@ int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size
 }
 
 void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-		    uint32_t proc, const uint32_t *ids, uint32_t n)
+		    size_t size, uint32_t proc, const uint32_t *ids, uint32_t n)
 {
 	struct kagg *k = ctx;
 	struct kagg_gen *g;
 	struct kagg_entry *e;
 
 	(void)p;
+	(void)size;
 	if (k->pending < 0)
 		return;
 	g = &k->gen[k->pending_gen];

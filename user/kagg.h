@@ -31,7 +31,7 @@ int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size
 		int (*count)(void *ctx, const void *data, size_t size), void *ctx);
 /* The profile's per-stack hook (profile_opts.on_stack) while kagg__first counts. */
 void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-		    uint32_t proc, const uint32_t *ids, uint32_t n);
+		    size_t size, uint32_t proc, const uint32_t *ids, uint32_t n);
 /* One drained count of generation `gen` into p. 0 or -ENOMEM. */
 int kagg__credit(struct kagg *k, struct profile *p, uint32_t gen, const struct pw_agg_key *key,
 		 const struct pw_agg_val *val);

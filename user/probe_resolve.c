@@ -504,8 +504,11 @@ int probe_set_resolve(struct probe_set *set, const struct cli_sampling *s, char 
 		if (err)
 			return err;
 		tp->nsites = set->nsites - tp->first;
-		/* a tracepoint wildcard's sites are told apart; one site is the probe itself */
-		if (tp->spec.kind == PROBE_TRACEPOINT && tp->nsites > 1)
+		/* a tracepoint wildcard's sites are told apart (--print names the one that
+		 * matched, even when it is the only one); a plain tracepoint is the probe */
+		if (tp->spec.kind == PROBE_TRACEPOINT &&
+		    (tp->nsites > 1 || probe_is_pattern(tp->spec.where) ||
+		     probe_is_pattern(tp->spec.what)))
 			for (size_t k = 0; k < tp->nsites; k++)
 				set->sites[tp->first + k].site = (uint32_t)k + 1;
 	}

@@ -324,7 +324,7 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	if (!err && p->opts.timeline)
 		err = note_event(p, h->time_ns, event_ns(p, h->probe, weight), stack);
 	if (!err && p->opts.on_stack)
-		p->opts.on_stack(p->opts.on_stack_ctx, p, h, (uint32_t)proc, p->ids, n);
+		p->opts.on_stack(p->opts.on_stack_ctx, p, h, size, (uint32_t)proc, p->ids, n);
 	return err;
 }
 

@@ -43,10 +43,11 @@ struct profile_opts {
 	const char *probe_names[PW_MAX_PROBES];
 	bool probe_ns[PW_MAX_PROBES];
 	uint32_t nprobes;
-	/* called for every stack counted, with its agg frame ids root first (trace --print);
-	 * not inherited by taps and windows */
+	/* called for every stack counted, with its record (`size` bytes from h) and its agg
+	 * frame ids root first (trace --print, --aggregate); not inherited by taps and
+	 * windows */
 	void (*on_stack)(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-			 uint32_t proc, const uint32_t *ids, uint32_t n);
+			 size_t size, uint32_t proc, const uint32_t *ids, uint32_t n);
 	void *on_stack_ctx;
 };
 

@@ -3,13 +3,36 @@
  * when it happens, not when a buffer fills. */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "escape.h"
 #include "out.h"
 #include "trace_print.h"
 
+/* What the probe saw, from after the record's frames: decimal, as --filter compares. */
+static int format_args(struct strbuf *sb, const struct pw_sample_hdr *h, size_t size)
+{
+	size_t at = sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame);
+	struct pw_print_args a;
+	int err = 0;
+
+	if (size < at + sizeof(a))
+		return strbuf_add(sb, "-", 1);
+	memcpy(&a, (const char *)h + at, sizeof(a));
+	if (a.nargs > 6)
+		a.nargs = 6;
+	for (uint32_t i = 0; i < a.nargs && !err; i++)
+		err = strbuf_addf(sb, i ? " arg%u=%" PRId64 : "arg%u=%" PRId64, i, (int64_t)a.arg[i]);
+	if (!err && a.has_ret)
+		err = strbuf_addf(sb, a.nargs ? " ret=%" PRId64 : "ret=%" PRId64, (int64_t)a.ret);
+	if (!err && !a.nargs && !a.has_ret)
+		err = strbuf_add(sb, "-", 1);
+	return err;
+}
+
 static int format(struct strbuf *sb, const struct trace_print *tp, const struct profile *p,
-		  const struct pw_sample_hdr *h, uint32_t proc, const uint32_t *ids, uint32_t n)
+		  const struct pw_sample_hdr *h, size_t size, uint32_t proc, const uint32_t *ids,
+		  uint32_t n)
 {
 	const struct agg *agg = profile__agg(p);
 	const struct symtab *st = profile__symtab(p);
@@ -24,6 +47,10 @@ static int format(struct strbuf *sb, const struct trace_print *tp, const struct 
 		err = strbuf_addf(sb, "\t%s\t%" PRIu64 "\t",
 				  probe_set_label(tp->set, h->probe, h->site),
 				  (uint64_t)(h->weight ? h->weight : 1));
+	if (!err)
+		err = format_args(sb, h, size);
+	if (!err)
+		err = strbuf_add(sb, "\t", 1);
 	for (uint32_t i = 0; i < n && !err; i++) {
 		const struct agg_frame *fr = agg__frame(agg, ids[i]);
 
@@ -38,7 +65,7 @@ static int format(struct strbuf *sb, const struct trace_print *tp, const struct 
 }
 
 void trace_print_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-		       uint32_t proc, const uint32_t *ids, uint32_t n)
+		       size_t size, uint32_t proc, const uint32_t *ids, uint32_t n)
 {
 	struct trace_print *tp = ctx;
 	struct strbuf sb = { 0 };
@@ -46,7 +73,7 @@ void trace_print_stack(void *ctx, const struct profile *p, const struct pw_sampl
 
 	if (tp->err)
 		return;
-	err = format(&sb, tp, p, h, proc, ids, n);
+	err = format(&sb, tp, p, h, size, proc, ids, n);
 	if (!err && (fwrite(sb.buf, 1, sb.len, tp->f) != sb.len || fflush(tp->f)))
 		err = -EIO;
 	if (err)

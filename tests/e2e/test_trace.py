@@ -270,8 +270,11 @@ def test_print_lines_parse_back(pywalk, interp, start_target):
     last = 0.0
     for line in lines:
         fields = line.split("\t")
-        assert len(fields) == 7, line
-        secs, pid, tid, tcomm, probe, weight, stack = fields
+        assert len(fields) == 8, line
+        secs, pid, tid, tcomm, probe, weight, args, stack = fields
+        # a syscall entry: its six argument registers (getpid takes none: whatever they hold)
+        assert re.match(r"^arg0=-?\d+ arg1=-?\d+ arg2=-?\d+ arg3=-?\d+ arg4=-?\d+ "
+                        r"arg5=-?\d+$", args), line
         assert re.match(r"^\d+\.\d{6}$", secs), line
         assert float(secs) < 120
         last = max(last, float(secs))
@@ -286,6 +289,41 @@ def test_print_lines_parse_back(pywalk, interp, start_target):
     assert stacks[chain("callback_caller", "compare")] == callbacks
     assert per_tid == {tids[0]: tt.N_THREAD, tids[1]: tt.N_THREAD}
     assert last > 0
+
+
+def test_print_shows_what_each_probe_saw(pywalk, interp, start_target):
+    """ARGS: a syscall entry's arguments, a uprobe's, a uretprobe's return value, a
+    syscall exit's; '-' for a probe without them."""
+    t = start_target(interp, "calls", script="trace_target.py")
+    probes = [P_WRITE, "uprobe:libc.so.6:labs", "uretprobe:libc.so.6:labs",
+              "tracepoint:syscalls:sys_exit_getppid", P_FORK]
+    (rc, stdout, stderr), _ = run_on_target(pywalk, t, ["--print"] + probes)
+    assert rc == 0, stderr
+    seen = collections.defaultdict(collections.Counter)
+    for line in stdout.splitlines():
+        secs, pid, tid, tcomm, probe, weight, args, stack = line.split("\t")
+        leaf = names(stack.split(";"))[-1]
+        if probe == P_WRITE:
+            a = dict(kv.split("=") for kv in args.split())
+            assert sorted(a) == ["arg%d" % i for i in range(6)], line
+            if leaf in ("write_caller", "write_other"):  # not the report's prints
+                seen[probe][(leaf, int(a["arg0"]), int(a["arg2"]))] += 1
+        elif probe.startswith("uprobe:") or probe.startswith("uretprobe:"):
+            seen[probe][(leaf, args.split()[0])] += 1
+        else:
+            seen[probe][(leaf, args)] += 1
+    # os.write(fd, b"x"): fd and length
+    assert seen[P_WRITE] == {("write_caller", tt.WRITE_FD, 1): tt.N_WRITE,
+                             ("write_other", tt.OTHER_FD, 1): tt.N_OTHER}, seen[P_WRITE]
+    # labs(-i) from labs_caller returns i
+    assert seen["uprobe:libc.so.6:labs"] == collections.Counter(
+        dict((("labs_caller", "arg0=%d" % -i), 1) for i in range(tt.N_LABS))), seen
+    assert seen["uretprobe:libc.so.6:labs"] == collections.Counter(
+        dict((("labs_caller", "ret=%d" % i), 1) for i in range(tt.N_LABS))), seen
+    assert seen["tracepoint:syscalls:sys_exit_getppid"] == {
+        ("getppid_caller", "ret=%d" % os.getpid()): tt.N_GETPPID}, seen
+    forks = seen["tracepoint:sched:sched_process_fork"]
+    assert forks[("fork_caller", "-")] == tt.N_FORK, forks
 
 
 # --- --filter -----------------------------------------------------------------------------
@@ -367,7 +405,8 @@ def test_latency_pairs_nested_calls_with_their_own_entry(pywalk, interp, start_t
     callbacks = int(re.search(r"^CALLBACKS (\d+)$", tout, re.M).group(1))
     outer, inner = [], []
     for line in stdout.splitlines():
-        secs, pid, tid, tcomm, lprobe, weight, stack = line.split("\t")
+        secs, pid, tid, tcomm, lprobe, weight, args, stack = line.split("\t")
+        assert args == "ret=0", line  # a --latency line is the return's
         st = tuple(names(stack.split(";")))
         if st == ("<module>", "main", "nested_caller"):
             outer.append(int(weight))
