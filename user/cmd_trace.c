@@ -290,6 +290,11 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	if (writer->timeline && !t->latency)
 		return cli_usage_error("trace", "%s", "the timeline format places each hit in "
 						      "time by what it lasted: use it with --latency");
+	if (writer->timeline && t->aggregate)
+		return cli_usage_error("trace", "%s",
+				       "the timeline format places each hit in time and --aggregate "
+				       "counts hits in the kernel, without their times: give one of "
+				       "them");
 
 	eo.profile.timeline = writer->timeline;
 	eo.profile.by_process = s->npids > 1 || s->all;

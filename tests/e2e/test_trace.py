@@ -723,6 +723,9 @@ BAD = [
      "pywalk: invalid --aggregate-entries '0' (1-1048576)"),
     ([P_GETPID, "--aggregate-entries", "10"], 2,
      "pywalk: --aggregate-entries is for --aggregate"),
+    ([P_GETPID, "--aggregate", "--latency", "-f", "timeline"], 2,
+     "pywalk: the timeline format places each hit in time and --aggregate counts hits in the "
+     "kernel, without their times: give one of them"),
 ]
 
 
