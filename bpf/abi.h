@@ -201,8 +201,16 @@ struct pw_offsets {
 	__u16 code_tag;		    /* start of the code object's tag window, PW_OFF_NONE = no tag */
 	__u16 code_tag_mask;	    /* which 8-byte words of the window make the tag */
 	__u16 code_tag_size;	    /* bytes to read for the window */
+	/* Who holds the GIL (pw_proc.gil_kind says which of these are used): */
+	__u16 gil_ptr;		    /* TSTATE_CURRENT: _PyRuntime.gilstate.tstate_current;
+				     * STRUCT: PyInterpreterState.ceval.gil (a pointer) */
+	__u16 tstate_interp;	    /* STRUCT: PyThreadState.interp */
+	__u16 gil_locked;	    /* STRUCT: _gil_runtime_state.locked (an int) */
+	__u16 gil_holder;	    /* STRUCT: _gil_runtime_state.last_holder */
+	__u16 tstate_holds_gil;	    /* TSTATE_FLAG: PyThreadState.holds_gil (an int) */
+	__u16 gil_pad;
 };
-_Static_assert(sizeof(struct pw_offsets) == 40, "pw_offsets is ABI");
+_Static_assert(sizeof(struct pw_offsets) == 52, "pw_offsets is ABI");
 
 /* Where the code-object capture (code.h) finds things in code, str and bytes objects. */
 struct pw_objoff {
@@ -219,6 +227,16 @@ struct pw_objoff {
 	__u16 pad[2];
 };
 _Static_assert(sizeof(struct pw_objoff) == 24, "pw_objoff is ABI");
+
+/* How a version tells whether a thread holds the GIL (pw_proc.gil_kind). */
+enum pw_gil_kind {
+	PW_GIL_NONE = 0,	   /* it cannot be told */
+	PW_GIL_TSTATE_CURRENT = 1, /* 3.10/3.11: _PyRuntime.gilstate.tstate_current is the
+				    * holder, NULL while nobody holds it */
+	PW_GIL_STRUCT = 2,	   /* 3.12-3.14: the interpreter's _gil_runtime_state is
+				    * locked and its last_holder is this thread state */
+	PW_GIL_TSTATE_FLAG = 3,	   /* 3.15+: tstate->holds_gil */
+};
 
 /* pw_proc.flags */
 #define PW_PROCF_NSPID 1 /* thread ids in the thread states are the process's pid-namespace
@@ -239,9 +257,9 @@ struct pw_proc {
 	__u8 code_tag_name; /* window word holding the name str whose text joins the tag;
 			     * 0xff: none (3.12+ have co_version instead) */
 	__u8 flags;	    /* PW_PROCF_* */
-	__u8 pad;
+	__u8 gil_kind;	    /* enum pw_gil_kind */
 };
-_Static_assert(sizeof(struct pw_proc) == 88, "pw_proc is ABI");
+_Static_assert(sizeof(struct pw_proc) == 96, "pw_proc is ABI");
 
 /* Values of the kernel side's `family` map: how a followed process is followed. */
 #define PW_FOLLOW_EXEC 1     /* its execs and exit are reported */
@@ -278,10 +296,20 @@ enum pw_rec_kind {
 	PW_REC_AGG_FIRST = 5, /* struct pw_agg_first, then a sample (kind PW_REC_SAMPLE) */
 };
 
-/* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. */
+/* pw_sample_hdr.flags: what the sampler saw of the thread besides its stack. The GIL bits
+ * are read when the stack is (the thread is stopped in its own context); the block class
+ * is that of an off-CPU stack (probe PW_PROBE_OFFCPU): why the thread left the CPU. */
+#define PW_SF_GIL_KNOWN 0x1 /* the version tells who holds the GIL */
+#define PW_SF_GIL_HELD 0x2  /* and this thread held it */
+#define PW_SF_BLOCK_SHIFT 2 /* 2 bits: enum pw_block */
+#define PW_SF_BLOCK(flags) (((flags) >> PW_SF_BLOCK_SHIFT) & 3)
+
+/* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. nframes is at
+ * most PW_MAX_FRAMES_CAP, so 16 bits of what was a 32-bit count hold the flags. */
 struct pw_sample_hdr {
 	__u32 kind;    /* PW_REC_SAMPLE */
-	__u32 nframes;
+	__u16 nframes;
+	__u16 flags;   /* PW_SF_* */
 	__u64 time_ns; /* bpf_ktime_get_ns() */
 	__u64 tstate;
 	__u32 pid;     /* host tgid and tid */

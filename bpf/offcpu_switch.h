@@ -156,7 +156,8 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 	if (old && (old->flags & PW_SW_OWED))
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
-	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, 0);
+	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, 0,
+				(__u16)(block << PW_SF_BLOCK_SHIFT));
 	count_probe(PW_PROBE_OFFCPU, outcome);
 	if (outcome != PW_OUT_SHIPPED) {
 		if (old)
@@ -212,7 +213,8 @@ int on_offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
-	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, owed);
+	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, owed,
+				(__u16)((block & 3) << PW_SF_BLOCK_SHIFT));
 	count_probe(PW_PROBE_OFFCPU, outcome);
 	if (outcome == PW_OUT_SHIPPED)
 		count_blocked_ns(block, owed);

@@ -25,6 +25,7 @@
 #define PW_READ_USER(dst, size, addr) \
 	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
 #include "walk.h"
+#include "gil.h"
 #include "code.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -286,10 +287,20 @@ static __always_inline __u64 tstate_thread_id(const struct scratch *s, const str
 	return pw_load_u64(s->tstate, cfg->off.tstate_thread_id, PW_TSTATE_READ_MAX);
 }
 
+/* Whether the thread state holds the GIL (PW_SF_GIL_*). A global function: its reads get
+ * a stack frame of their own, beside the walk's rather than on top of the sampler's. */
+__noinline int gil_flags(const struct scratch *s, const struct pw_proc *cfg, __u64 tstate)
+{
+	if (!s || !cfg)
+		return 0;
+	return pw_gil_flags(cfg, s->tstate, tstate);
+}
+
 /* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
- * counting `weight` (1, or nanoseconds for a latency). */
+ * counting `weight` (1, or nanoseconds for a latency); `sflags` (PW_SF_*) go with it, and
+ * whether it holds the GIL. */
 static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
-					   __u32 probe, __u32 site, __u64 weight)
+					   __u32 probe, __u32 site, __u64 weight, __u16 sflags)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 key = (__u64)cfg->target << 32 | tid;
@@ -382,6 +393,7 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	s->sample.hdr.probe = (__u16)probe;
 	s->sample.hdr.site = (__u16)site;
 	s->sample.hdr.weight = weight;
+	s->sample.hdr.flags = sflags | (__u16)gil_flags(s, cfg, tstate);
 	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
@@ -580,7 +592,7 @@ static __always_inline void sample_current(__u32 probe, __u32 site, __u64 weight
 		count_probe(probe, PW_OUT_FILTERED);
 		return;
 	}
-	count_probe(probe, sample_python(pid, tid, cfg, probe, site, weight));
+	count_probe(probe, sample_python(pid, tid, cfg, probe, site, weight, 0));
 }
 
 /* --latency: entry times per thread and probe, a small stack so that nesting and recursion

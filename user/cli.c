@@ -86,7 +86,8 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --mode MODE        cpu (default): on-CPU samples; off-cpu: time\n"
 			"                         spent off CPU (sleeping, waiting, I/O,\n"
 			"                         preempted) by the stack that waited; wall: both,\n"
-			"                         in nanoseconds, every thread\n"
+			"                         in nanoseconds, every thread; gil: on-CPU\n"
+			"                         samples of threads holding the GIL\n"
 			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
 			"                         (default 0; e.g. 1ms, 500us)\n");
 	if (groups & CLI_DURATION)
@@ -204,8 +205,11 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 				s->mode = CLI_MODE_OFFCPU;
 			else if (!strcmp(arg, "wall"))
 				s->mode = CLI_MODE_WALL;
+			else if (!strcmp(arg, "gil"))
+				s->mode = CLI_MODE_GIL;
 			else
-				return cli_usage_error(cmd, "invalid --mode '%s' (cpu, off-cpu or wall)",
+				return cli_usage_error(cmd,
+						       "invalid --mode '%s' (cpu, off-cpu, wall or gil)",
 						       arg);
 			return 0;
 		case OPT_MIN_BLOCK:

@@ -22,6 +22,7 @@ enum cli_mode {
 	CLI_MODE_CPU = 0, /* on-CPU samples */
 	CLI_MODE_OFFCPU,  /* time off CPU, by the stack that waited */
 	CLI_MODE_WALL,	  /* both, in one unit: every thread's time */
+	CLI_MODE_GIL,	  /* on-CPU samples of threads holding the GIL */
 };
 
 struct cli_sampling {

@@ -168,8 +168,9 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 		if (!err)
 			err = escape_folded(sb, t->name[0] ? t->name : "?");
 		if (!err)
-			err = strbuf_addf(sb, "\" (%s%s%s)%s\n", state_words(t->state),
+			err = strbuf_addf(sb, "\" (%s%s%s%s)%s\n", state_words(t->state),
 					  t->wchan[0] ? " in " : "", t->wchan,
+					  (t->gil & PW_SF_GIL_HELD) ? ", holds the GIL" : "",
 					  t->outcome == PW_OUT_SHIPPED ? ":" : "");
 		if (!err && t->moved)
 			err = strbuf_addf(sb, "    (no stack: it ran while it was read; without "
@@ -235,6 +236,12 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 			err = json_str(sb, "state", state, true);
 		if (!err)
 			err = json_str(sb, "wchan", t->wchan, true);
+		/* null: its Python does not tell */
+		if (!err)
+			err = strbuf_addf(sb, ",\"holds_gil\":%s",
+					  !(t->gil & PW_SF_GIL_KNOWN) ? "null" :
+					  (t->gil & PW_SF_GIL_HELD)   ? "true" :
+									"false");
 		if (!err)
 			err = json_str(sb, "status",
 				       t->outcome == PW_OUT_SHIPPED ? "ok" :

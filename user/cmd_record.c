@@ -20,11 +20,11 @@
 #include "progress.h"
 #include "util.h"
 
-enum { OPT_THREADS = 0x2000, OPT_FUNCTION };
+enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS };
 
 /* record's own options */
 struct record_opts {
-	bool threads, function;
+	bool threads, function, gil_stats;
 };
 
 static void record_help(FILE *f)
@@ -42,7 +42,11 @@ static void record_help(FILE *f)
 	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n"
 		   "      --function         a frame per function, not per line: the calls of a\n"
 		   "                         function from several lines are one box, shown at\n"
-		   "                         its first line (py-spy's --nolineno)\n");
+		   "                         its first line (py-spy's --nolineno)\n"
+		   "      --gil-stats        at the end, per thread: the share of its samples\n"
+		   "                         holding the GIL, on CPU without it (waiting for\n"
+		   "                         it, or in C code that released it) and, with\n"
+		   "                         --mode wall, off CPU\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -81,6 +85,8 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		ro->threads = true;
 	else if (opt == OPT_FUNCTION)
 		ro->function = true;
+	else if (opt == OPT_GIL_STATS)
+		ro->gil_stats = true;
 	else
 		return 1;
 	return 0;
@@ -232,6 +238,7 @@ int cmd_record(int argc, char **argv)
 	static const struct option options[] = {
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "function", no_argument, NULL, OPT_FUNCTION },
+		{ "gil-stats", no_argument, NULL, OPT_GIL_STATS },
 		{ 0 },
 	};
 	struct record_opts ro = { 0 };
@@ -261,15 +268,20 @@ int cmd_record(int argc, char **argv)
 		writer = out_by_path(o.path);
 	if (!writer)
 		writer = out_by_name("folded");
+	if (ro.gil_stats && s.mode == CLI_MODE_OFFCPU)
+		return cli_usage_error("record", "%s",
+				       "--gil-stats counts on-CPU samples: give --mode cpu, wall or "
+				       "gil, not off-cpu");
 
 	e = engine__new(&(struct engine_opts){
 		.sampling = &s,
+		.gil_stats = ro.gil_stats,
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
 			     .timeline = writer->timeline,
 			     .by_process = s.npids > 1 || s.all } });
 	if (!e)
-		return EXIT_FAIL;
+		return engine__new_failure();
 	ret = EXIT_FAIL;
 	/* before the kernel and the command: an unwritable output fails before sampling */
 	err = outfile_open(&out, o.path);
@@ -302,6 +314,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	engine__print_summary(e, &counts);
+	engine__print_gil_stats(e);
 	print_written(prof, o.path);
 	if (!agg__total(profile__agg(prof)))
 		warn_no_stacks(&counts, &s);

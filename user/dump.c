@@ -24,6 +24,7 @@ static int read_target(void *dst, uint32_t size, uint64_t addr)
 
 #define PW_READ_USER(dst, size, addr) read_target((dst), (size), (addr))
 #include "walk.h"
+#include "gil.h"
 
 #define MAX_THREADS 4096
 /* offsetof(struct pthread, tid) in glibc on x86-64 (stable since 2.x; checked against the
@@ -228,6 +229,7 @@ static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max
 		t->outcome = PW_OUT_READ_FAULT;
 		return;
 	}
+	t->gil = (uint16_t)pw_gil_flags(cfg, ts, tstate);
 	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
 	if (cfg->off.cframe_current_frame != PW_OFF_NONE) {
 		uint64_t cframe = current;
@@ -475,7 +477,13 @@ int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
 			if (th.outcome != PW_OUT_SHIPPED || !run_mark(t->pid, tid, &after) ||
 			    before.state == 'R' || after.state == 'R' || before.slices != after.slices)
 				break;
-			*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE, .nframes = th.nframes,
+			/* asleep, as the kernel would have said at its switch-out */
+			uint16_t block = before.state == 'D' ? PW_BLOCK_IO : PW_BLOCK_SLEEP;
+
+			*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE,
+						     .nframes = (uint16_t)th.nframes,
+						     .flags = (uint16_t)(th.gil |
+									 block << PW_SF_BLOCK_SHIFT),
 						     .time_ns = time_ns, .tstate = here,
 						     .pid = (__u32)t->pid, .tid = (__u32)tid,
 						     .target = t->id, .probe = PW_PROBE_OFFCPU };

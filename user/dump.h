@@ -24,6 +24,7 @@ struct dump_thread {
 	char wchan[64];	     /* the kernel function it waits in ("" when running/unknown) */
 	int outcome;	     /* PW_OUT_SHIPPED, or why its stack is not shown */
 	bool moved;	     /* not paused: it ran while it was read (outcome TORN) */
+	uint16_t gil;	     /* PW_SF_GIL_* as the sampler would say (0: cannot tell) */
 	uint32_t nframes;
 	struct pw_frame *frames; /* leaf first */
 };

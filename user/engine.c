@@ -17,7 +17,9 @@
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
+#include "cmd.h"
 #include "dump.h"
+#include "gilstats.h"
 #include "offcpu.h"
 #include "preflight.h"
 #include "proc.h"
@@ -59,8 +61,14 @@ struct engine {
 	struct kagg *kagg;	  /* --aggregate */
 	uint64_t next_agg_drain_ns;
 	uint32_t agg_draining; /* the generation being drained */
+	struct gilstats *gil;	  /* --gil-stats */
+	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of
+	 * threads whose version could not tell */
+	uint64_t gil_not_held, gil_unknown;
 	struct engine_opts opts;
 };
+
+static int new_failure = EXIT_FAIL;
 
 /* Bytes of stacks held while their threads are off CPU: a thread holds one. */
 #define OFFCPU_HELD_BUDGET (64u << 20)
@@ -317,6 +325,21 @@ static void release_gone(struct engine *e, uint64_t now, bool all)
 static int count_sample(void *ctx, const void *data, size_t size)
 {
 	struct engine *e = ctx;
+	struct pw_sample_hdr h;
+
+	if (size >= sizeof(h)) {
+		memcpy(&h, data, sizeof(h));
+		if (e->gil && gilstats__add(e->gil, &h))
+			return -ENOMEM;
+		/* --mode gil: only the sampler's stacks of threads holding it */
+		if (e->s.mode == CLI_MODE_GIL && h.probe == 0 && !(h.flags & PW_SF_GIL_HELD)) {
+			if (h.flags & PW_SF_GIL_KNOWN)
+				e->gil_not_held++;
+			else
+				e->gil_unknown++;
+			return 0;
+		}
+	}
 
 	for (size_t i = 0; i < e->ntaps; i++) {
 		int err = profile__add_record(e->taps[i], data, size);
@@ -387,7 +410,7 @@ struct engine *engine__new(const struct engine_opts *opts)
 	popts.value = e->s.mode == CLI_MODE_OFFCPU ? PROFILE_VALUE_OFFCPU_NS :
 		      e->s.mode == CLI_MODE_WALL   ? PROFILE_VALUE_WALL_NS :
 						     PROFILE_VALUE_SAMPLES;
-	if (e->s.mode != CLI_MODE_CPU)
+	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
 	if (opts->aggregate) {
 		/* the stack a key's first record makes is the one its later hits count for */
@@ -395,9 +418,12 @@ struct engine *engine__new(const struct engine_opts *opts)
 		popts.on_stack = kagg__on_stack;
 		popts.on_stack_ctx = e->kagg;
 	}
+	if (opts->gil_stats)
+		e->gil = gilstats__new();
 	e->prof = profile__new(&popts);
-	if (!e->cache || !e->prof || (e->s.mode != CLI_MODE_CPU && !e->off) ||
-	    (opts->aggregate && !e->kagg)) {
+	if (!e->cache || !e->prof ||
+	    ((e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL) && !e->off) ||
+	    (opts->aggregate && !e->kagg) || (opts->gil_stats && !e->gil)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -409,6 +435,17 @@ struct engine *engine__new(const struct engine_opts *opts)
 
 		if (err && !(err == -ENOEXEC && e->s.subprocesses)) {
 			pw_err("%s\n", why);
+			goto fail;
+		}
+		if (!err && (e->s.mode == CLI_MODE_GIL || opts->gil_stats) &&
+		    t.ver.cfg.gil_kind == PW_GIL_NONE) {
+			char ver[16];
+
+			pw_err("%s: Python %s (PID %d) does not let pywalk tell which thread "
+			       "holds the GIL\n",
+			       e->s.mode == CLI_MODE_GIL ? "--mode gil" : "--gil-stats",
+			       py_version_str(&t.ver, ver, sizeof(ver)), e->s.pids[i]);
+			new_failure = EXIT_USAGE;
 			goto fail;
 		}
 	}
@@ -437,6 +474,7 @@ void engine__free(struct engine *e)
 	target_cache__free(e->cache);
 	offcpu__free(e->off);
 	kagg__free(e->kagg);
+	gilstats__free(e->gil);
 	free(e->gone);
 	free(e);
 }
@@ -871,6 +909,23 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 			e->seeded == 1 ? "its stack" : "their stacks");
 }
 
+int engine__new_failure(void)
+{
+	return new_failure;
+}
+
+static const char *gil_thread_name(void *ctx, uint32_t target, uint32_t tid)
+{
+	return profile__thread_name(ctx, target, tid);
+}
+
+void engine__print_gil_stats(struct engine *e)
+{
+	if (e->gil)
+		gilstats__print(e->gil, stderr, profile__period_ns(e->prof),
+				e->s.mode == CLI_MODE_WALL, gil_thread_name, e->prof);
+}
+
 void engine__print_summary(struct engine *e, const struct engine_counts *c)
 {
 	if (log_level < LOG_INFO)
@@ -893,6 +948,12 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 			fprintf(stderr, "\n");
 		}
 	}
+	if (e->s.mode == CLI_MODE_GIL)
+		fprintf(stderr, "pywalk: --mode gil: of the stacks shipped, %llu not counted: %llu "
+				"of threads not holding the GIL, %llu of threads whose Python "
+				"does not tell\n",
+			(unsigned long long)(e->gil_not_held + e->gil_unknown),
+			(unsigned long long)e->gil_not_held, (unsigned long long)e->gil_unknown);
 	engine__print_details(e, c);
 }
 

@@ -33,6 +33,7 @@ struct engine_opts {
 	bool aggregate;
 	uint32_t aggregate_entries; /* keys the kernel holds between drains (0: default) */
 	bool print_args; /* trace --print: samples carry the probe's arguments */
+	bool gil_stats; /* count every thread's samples by whether it held the GIL */
 	int (*attach)(void *ctx, struct loader *ld);
 	void *attach_ctx;
 };
@@ -53,6 +54,9 @@ struct engine_counts {
 /* Check privileges and the kernel, and (without touching the kernel) that the named PIDs
  * are Python processes pywalk can sample. Prints the one error line and returns NULL. */
 struct engine *engine__new(const struct engine_opts *opts);
+/* The exit code a failed engine__new calls for: EXIT_USAGE (2) when an option cannot apply
+ * to a named target (--mode gil where its Python cannot tell who holds the GIL), else 1. */
+int engine__new_failure(void);
 void engine__free(struct engine *e);
 
 /* Load and attach the BPF side, start following the targets (launching the command, if
@@ -104,6 +108,8 @@ const struct discover *engine__discover(const struct engine *e);
 /* The end-of-run accounting on stderr (at the default log level): every sampler run in
  * exactly one bucket, what userspace could not count, the processes seen and skipped. */
 void engine__print_summary(struct engine *e, const struct engine_counts *c);
+/* --gil-stats' table on stderr (nothing without it). */
+void engine__print_gil_stats(struct engine *e);
 /* Its part after the outcomes: uncounted stacks, processes, lost records (trace prints
  * its own outcomes per probe). */
 void engine__print_details(struct engine *e, const struct engine_counts *c);

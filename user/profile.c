@@ -519,6 +519,13 @@ const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, ui
 	return id >= 0 ? ((const struct thread_name *)intern_at(&p->threads, (size_t)id))->comm : "?";
 }
 
+const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid)
+{
+	int64_t proc = proc_index(p, target);
+
+	return proc < 0 ? "?" : profile__proc_thread_name(p, (uint32_t)proc, tid);
+}
+
 const struct symtab_stats *profile__symtab_stats(const struct profile *p)
 {
 	return symtab__stats(p->symtab);

@@ -174,6 +174,8 @@ void profile__process_tag(const struct profile *p, uint32_t proc, char *buf, siz
 /* "comm" of thread `tid` of process `proc` (an agg stack's proc) as seen when it was first
  * sampled ("?" if unknown). */
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid);
+/* The same for the process of target id `target` ("?" if unknown). */
+const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid);
 /* The symbolizer's figures (cache bytes, evictions, where entries came from). */
 const struct symtab_stats *profile__symtab_stats(const struct profile *p);
 

@@ -33,6 +33,13 @@ static bool offsets_aligned(const struct pw_proc *cfg)
 	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
 		if (opt[i] != PW_OFF_NONE && (opt[i] & 7))
 			return false;
+	if (cfg->gil_kind == PW_GIL_STRUCT &&
+	    ((o->gil_ptr | o->tstate_interp | o->gil_holder) & 7 || o->gil_locked & 3))
+		return false;
+	if (cfg->gil_kind == PW_GIL_TSTATE_CURRENT && (o->gil_ptr & 7))
+		return false;
+	if (cfg->gil_kind == PW_GIL_TSTATE_FLAG && (o->tstate_holds_gil & 3))
+		return false;
 	return !(o->tstate_thread_id & (tid_align - 1)) && !(o->frame_instr & (instr_align - 1));
 }
 
@@ -62,6 +69,10 @@ static void set_read_sizes(struct pw_proc *cfg)
 		t = max16(t, o->tstate_base_frame + 8);
 	if (o->tstate_datastack_chunk != PW_OFF_NONE)
 		t = max16(t, o->tstate_datastack_chunk + 8);
+	if (cfg->gil_kind == PW_GIL_STRUCT)
+		t = max16(t, o->tstate_interp + 8);
+	if (cfg->gil_kind == PW_GIL_TSTATE_FLAG)
+		t = max16(t, o->tstate_holds_gil + 4);
 	o->tstate_read_size = (t + 7) & ~7;
 }
 
@@ -160,6 +171,8 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		o->frame_instr = 96;	    /* f_lasti, int, in code units */
 		cfg->chain_kind = PW_CHAIN_FRAMEOBJ;
 		cfg->thread_match = PW_MATCH_PTHREAD;
+		cfg->gil_kind = PW_GIL_TSTATE_CURRENT;
+		o->gil_ptr = 568; /* _PyRuntime.gilstate.tstate_current */
 		*obj = (struct py_objlayout){ .co_filename = 104, .co_name = 112, .co_qualname = 112,
 					      .co_linetable = 120, .co_firstlineno = 40,
 					      .co_read_size = 128, .str_length = 16, .str_state = 32,
@@ -182,6 +195,8 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		o->tstate_datastack_chunk = 296;
 		cfg->chain_kind = PW_CHAIN_ISENTRY;
 		cfg->max_owner = 2;
+		cfg->gil_kind = PW_GIL_TSTATE_CURRENT;
+		o->gil_ptr = 576; /* _PyRuntime.gilstate.tstate_current */
 		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
 					      .co_linetable = 136, .co_firstlineno = 72,
 					      .co_read_size = 144, .str_length = 16, .str_state = 32,
@@ -204,6 +219,12 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		cfg->chain_kind = PW_CHAIN_SHIM;
 		cfg->max_owner = 3;
 		cfg->shim_owner = 3; /* FRAME_OWNED_BY_CSTACK */
+		/* offsetof against 3.12.1's internal headers (pycore_interp.h, pycore_gil.h) */
+		cfg->gil_kind = PW_GIL_STRUCT;
+		o->tstate_interp = 16;
+		o->gil_ptr = 384; /* interp->ceval.gil */
+		o->gil_holder = 8; /* last_holder */
+		o->gil_locked = 16;
 		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
 					      .co_linetable = 136, .co_firstlineno = 68,
 					      .co_read_size = 144, .lt_format = LINETABLE_LOCATION };
@@ -225,7 +246,8 @@ struct dbg_layout {
 	uint16_t size; /* sizeof(_Py_DebugOffsets) for that minor */
 	uint16_t interpreters_head, interp_next, interp_threads_head;
 	uint16_t ts_size, ts_next, ts_current_frame, ts_base_frame, ts_native_thread_id;
-	uint16_t ts_datastack_chunk;
+	uint16_t ts_datastack_chunk, ts_interp, ts_holds_gil;
+	uint16_t is_ceval_gil, is_gil_runtime_state, is_gil_locked, is_gil_holder;
 	uint16_t fr_previous, fr_executable, fr_instr_ptr, fr_owner;
 	uint16_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
 		co_adaptive;
@@ -236,14 +258,18 @@ struct dbg_layout {
 static const struct dbg_layout dbg_layouts[] = {
 	{ .minor = 13, .size = 584, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 152, .ts_next = 168, .ts_current_frame = 184,
-	  .ts_native_thread_id = 200, .ts_datastack_chunk = 208, .fr_previous = 232, .fr_executable = 240,
+	  .ts_native_thread_id = 200, .ts_datastack_chunk = 208, .ts_interp = 176,
+	  .is_ceval_gil = 112, .is_gil_runtime_state = 120, .is_gil_locked = 136,
+	  .is_gil_holder = 144, .fr_previous = 232, .fr_executable = 240,
 	  .fr_instr_ptr = 248, .fr_owner = 264, .co_size = 272, .co_filename = 280,
 	  .co_name = 288, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
 	  .co_adaptive = 344, .bytes_size = 520, .bytes_sval = 528, .str_state = 544,
 	  .str_length = 552, .str_ascii_size = 560 },
 	{ .minor = 14, .size = 760, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
-	  .ts_native_thread_id = 224, .ts_datastack_chunk = 232, .fr_previous = 256, .fr_executable = 264,
+	  .ts_native_thread_id = 224, .ts_datastack_chunk = 232, .ts_interp = 200,
+	  .is_ceval_gil = 120, .is_gil_runtime_state = 128, .is_gil_locked = 144,
+	  .is_gil_holder = 152, .fr_previous = 256, .fr_executable = 264,
 	  .fr_instr_ptr = 272, .fr_owner = 288, .co_size = 312, .co_filename = 320,
 	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
 	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
@@ -251,6 +277,8 @@ static const struct dbg_layout dbg_layouts[] = {
 	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
 	  .ts_base_frame = 216, .ts_native_thread_id = 248, .ts_datastack_chunk = 256,
+	  .ts_interp = 200, .ts_holds_gil = 272, .is_ceval_gil = 120,
+	  .is_gil_runtime_state = 128, .is_gil_locked = 144, .is_gil_holder = 152,
 	  .fr_previous = 320,
 	  .fr_executable = 328, .fr_instr_ptr = 336, .fr_owner = 352, .co_size = 376,
 	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
@@ -264,6 +292,43 @@ static uint64_t dbg_u64(const uint8_t *dbg, uint16_t pos)
 
 	memcpy(&v, dbg + pos, 8);
 	return v;
+}
+
+/* Who holds the GIL, from the debug offsets: 3.15's tstate->holds_gil, or the GIL the
+ * interpreter points to (ceval.gil) with its locked and last_holder fields, which the
+ * offsets give inside the interpreter's own _gil: the sampler follows the pointer, so
+ * they are taken relative to that struct. Values that do not fit leave it unknown (the
+ * stacks are still sampled; only --mode gil needs it). */
+static void set_gil_from_debug(const struct dbg_layout *L, const uint8_t *dbg, struct pw_proc *cfg)
+{
+	struct pw_offsets *o = &cfg->off;
+	uint64_t tsi, ceval_gil, base, locked, holder, flag;
+
+	cfg->gil_kind = PW_GIL_NONE;
+	if (L->ts_holds_gil) {
+		flag = dbg_u64(dbg, L->ts_holds_gil);
+		if (flag && flag <= PW_TSTATE_READ_MAX - 4 && !(flag & 3)) {
+			o->tstate_holds_gil = (uint16_t)flag;
+			cfg->gil_kind = PW_GIL_TSTATE_FLAG;
+			return;
+		}
+	}
+	if (!L->is_ceval_gil)
+		return;
+	tsi = dbg_u64(dbg, L->ts_interp);
+	ceval_gil = dbg_u64(dbg, L->is_ceval_gil);
+	base = dbg_u64(dbg, L->is_gil_runtime_state);
+	locked = dbg_u64(dbg, L->is_gil_locked);
+	holder = dbg_u64(dbg, L->is_gil_holder);
+	if (!tsi || tsi > PW_TSTATE_READ_MAX - 8 || (tsi & 7) || ceval_gil >= 0x10000 ||
+	    (ceval_gil & 7) || !base || locked < base || holder < base || locked - base >= 256 ||
+	    holder - base >= 256 || ((locked - base) & 3) || ((holder - base) & 7))
+		return;
+	o->tstate_interp = (uint16_t)tsi;
+	o->gil_ptr = (uint16_t)ceval_gil;
+	o->gil_locked = (uint16_t)(locked - base);
+	o->gil_holder = (uint16_t)(holder - base);
+	cfg->gil_kind = PW_GIL_STRUCT;
 }
 
 int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out,
@@ -355,6 +420,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
 	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
 	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
+	set_gil_from_debug(L, dbg, &out->cfg);
 	/* ob_type (at 8) is checked first, whatever the fields used */
 	obj->co_read_size = max16(obj->co_read_size, 16);
 	set_code_tag(minor, &out->cfg, obj);
