@@ -228,7 +228,7 @@ def test_pprof_value_type(pywalk, interp, start_target, tmp_path, mode, kind):
 
 
 def test_bad_mode_and_min_block(pywalk):
-    for args, msg in ((["--mode", "idle"], "invalid --mode 'idle' (cpu, off-cpu or wall)"),
+    for args, msg in ((["--mode", "idle"], "invalid --mode 'idle' (cpu, off-cpu, wall or gil)"),
                       (["--mode", "off-cpu", "--min-block", "1 ms"], "invalid --min-block")):
         r = e2e.run_pywalk(["record", "-p", "1"] + args)
         assert r.returncode == 2 and msg in r.stderr, r.stderr
