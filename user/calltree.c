@@ -35,7 +35,10 @@ static int64_t py_frame(struct calltree *t, uint32_t id)
 	if (t->agg_map[id] != NONE)
 		return t->agg_map[id];
 	name = strtab__intern(t->strs, symtab__func_name(st, fr->func));
-	file = strtab__intern(t->strs, symtab__func_file(st, fr->func));
+	/* a pseudo-frame ("[off-cpu: sleeping]") has no file: a label, like a root frame */
+	file = *symtab__func_file(st, fr->func) ?
+		       strtab__intern(t->strs, symtab__func_file(st, fr->func)) :
+		       (int64_t)NONE;
 	if (name < 0 || file < 0)
 		return name < 0 ? name : file;
 	f = add_frame(t, (uint32_t)name, (uint32_t)file, fr->line);

@@ -279,6 +279,7 @@ int cmd_record(int argc, char **argv)
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
 			     .timeline = writer->timeline,
+			     .block_frames = s.mode == CLI_MODE_OFFCPU || s.mode == CLI_MODE_WALL,
 			     .by_process = s.npids > 1 || s.all } });
 	if (!e)
 		return engine__new_failure();

@@ -22,6 +22,8 @@ int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct ag
 {
 	int err = escape_folded(sb, symtab__func_name(st, fr->func));
 
+	if (!*symtab__func_file(st, fr->func))
+		return err; /* a pseudo-frame: its label alone */
 	if (!err)
 		err = strbuf_add(sb, " (", 2);
 	if (!err)

@@ -55,7 +55,7 @@ struct profile {
 	struct intern fcache;  /* struct frame_cache_entry, by (sym, instr) */
 	size_t fcache_max;
 
-	uint32_t ids[PW_MAX_FRAMES_CAP];
+	uint32_t ids[PW_MAX_FRAMES_CAP + 1]; /* and an off-CPU stack's pseudo-frame */
 	struct profile_drops drops;
 	struct profile_sampling sampling;
 
@@ -219,6 +219,21 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 	return id < 0 ? id : fid;
 }
 
+/* The leaf pseudo-frame of an off-CPU stack, by why its thread left the CPU (the
+ * switch-out's state, PW_SF_BLOCK): agg frame id or a negative errno. */
+static int64_t block_frame(struct profile *p, uint16_t flags)
+{
+	static const char *const labels[PW_BLOCK__COUNT] = {
+		[PW_BLOCK_PREEMPTED] = "[off-cpu: preempted]",
+		[PW_BLOCK_SLEEP] = "[off-cpu: sleeping]",
+		[PW_BLOCK_IO] = "[off-cpu: uninterruptible]",
+		[PW_BLOCK_OTHER] = "[off-cpu: other]",
+	};
+	int64_t func = symtab__pseudo_func(p->symtab, labels[PW_SF_BLOCK(flags)]);
+
+	return func < 0 ? func : agg__frame_id(p->agg, (uint32_t)func, 0);
+}
+
 static uint64_t sample_period_ns(const struct profile *p)
 {
 	return p->sampling.frequency_hz ? 1000000000ull / p->sampling.frequency_hz : 0;
@@ -295,6 +310,13 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (symtab__is_shim(p->symtab, sym))
 			continue;
 		fid = frame_id(p, sym, frames[i].instr);
+		if (fid < 0)
+			return (int)fid;
+		p->ids[n++] = (uint32_t)fid;
+	}
+	if (h->probe == PW_PROBE_OFFCPU && p->opts.block_frames && n) {
+		int64_t fid = block_frame(p, h->flags);
+
 		if (fid < 0)
 			return (int)fid;
 		p->ids[n++] = (uint32_t)fid;

@@ -28,6 +28,8 @@ struct profile_opts {
 	bool by_thread;	     /* writers add a root frame per thread */
 	bool by_process;     /* writers add a root frame per process (turned on when a
 			      * second process has samples) */
+	bool block_frames;   /* an off-CPU stack ends in a pseudo-frame saying why its
+			      * thread was off CPU: "[off-cpu: sleeping]" (record) */
 	bool by_function;    /* a frame is its function, at its first line, not the line
 			      * running: one box per function (--function) */
 	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */

@@ -704,6 +704,18 @@ int symtab__func_firstline(const struct symtab *st, uint32_t func)
 	return f ? f->firstline : 0;
 }
 
+int64_t symtab__pseudo_func(struct symtab *st, const char *name)
+{
+	char *n = strdup(name), *file = strdup("");
+
+	if (!n || !file) {
+		free(n);
+		free(file);
+		return -ENOMEM;
+	}
+	return intern_func(st, n, file, 0);
+}
+
 size_t symtab__nfuncs(const struct symtab *st)
 {
 	return intern_count(&st->funcs);

@@ -78,6 +78,9 @@ const char *symtab__func_name(const struct symtab *st, uint32_t func);
 const char *symtab__func_file(const struct symtab *st, uint32_t func);
 int symtab__func_firstline(const struct symtab *st, uint32_t func);
 size_t symtab__nfuncs(const struct symtab *st);
+/* A function that is no code object: a label pywalk adds to stacks ("[off-cpu: sleeping]"),
+ * with file "" (writers show the name alone). Its id, or -ENOMEM. */
+int64_t symtab__pseudo_func(struct symtab *st, const char *name);
 
 /* Drop the entries of a target (it exited or exec'd; its addresses mean nothing now). */
 void symtab__forget_target(struct symtab *st, uint32_t target);

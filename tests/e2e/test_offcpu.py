@@ -81,6 +81,24 @@ def record(interp, start_target, tmp_path, *args, out="off.folded"):
     return t, path, r
 
 
+BLOCK_RE = re.compile(r"^\[off-cpu: (sleeping|uninterruptible|preempted|other)\]$")
+
+
+def by_reason(rows, script):
+    """{(function, line) of the deepest frame in the script: {reason: ns}}, the reason being
+    the leaf pseudo-frame record gives an off-CPU stack."""
+    out = {}
+    for frames, n in rows:
+        reason = BLOCK_RE.match(frames[-1])
+        assert reason and not any(BLOCK_RE.match(f) for f in frames[:-1]), frames
+        py = [e2e.parse_py_frame(f) for f in frames[:-1]]
+        mine = [p for p in py if p and p[1].endswith(script)]
+        key = (mine[-1][0], mine[-1][2]) if mine else None
+        by = out.setdefault(key, {})
+        by[reason.group(1)] = by.get(reason.group(1), 0) + n
+    return out
+
+
 def by_function(rows, script):
     """{function of the deepest frame in the script: ns}, whatever its line: a thread that
     waits in one place is also preempted, now and then, at the lines around it."""
@@ -149,9 +167,11 @@ def test_off_cpu_time_is_where_each_thread_waits(pywalk, interp, start_target, t
         if k[0] not in dict(WAITERS) and k not in {
             ("stuck", m["stuck_lock"]), ("<module>", m["main_sleep"]), ("busy", m["busy"]),
             ("<module>", m["main_busy"])}}
-    # a whole stack, root first: the thread's bootstrap, then the function at its line
+    # a whole stack, root first: the thread's bootstrap, then the function at its line,
+    # then why it was off CPU
     for frames, n in rows:
-        py = [e2e.parse_py_frame(f) for f in frames]
+        assert BLOCK_RE.match(frames[-1]), frames
+        py = [e2e.parse_py_frame(f) for f in frames[:-1]]
         if py[-1][0] in dict(WAITERS):
             assert py[0][0].endswith("_bootstrap") and py[-2][0].endswith("run"), py
     assert pair["sleep"] >= 0.9 * 5 * window / 1e9, pair  # the five sleep interruptibly
@@ -225,6 +245,33 @@ def test_pprof_value_type(pywalk, interp, start_target, tmp_path, mode, kind):
     top = subprocess.run([go, "tool", "pprof", "-top", path], capture_output=True, text=True,
                          env=env, timeout=120)
     assert "Type: %s" % kind in top.stdout and " nap" in top.stdout, top.stdout
+
+
+def test_each_wait_says_why(pywalk, interp, start_target, tmp_path):
+    """Every off-CPU stack ends in why its thread was off CPU: the sleeping threads under
+    '[off-cpu: sleeping]', CPU-bound threads that outnumber the CPUs under
+    '[off-cpu: preempted]'."""
+    m, g = e2e.markers("offcpu_target.py"), e2e.markers("gil_target.py")
+    sleepers = start_target(interp, script="offcpu_target.py")
+    # each runs two or three CPU-bound threads: twice as many as there are CPUs, at least,
+    # so they queue
+    burners = [start_target(interp, script="gil_target.py")
+               for _ in range(os.cpu_count() or 1)]
+    path = str(tmp_path / "why.folded")
+    r = e2e.run_pywalk(["record", "-p", "%d,%d" % (sleepers.pid, burners[0].pid), "-d",
+                        SECONDS, "--mode", "off-cpu", "-o", path], timeout=120)
+    assert r.returncode == 0, e2e.describe_run(r, path)
+    rows = e2e.parse_folded(path)
+    sleeping = by_reason(rows, sleepers.script_path)
+    nap = sleeping[("nap", m["nap_sleep"])]
+    assert nap.get("sleeping", 0) >= 0.9 * SECONDS * 1e9, nap
+    assert nap.get("sleeping", 0) >= 0.98 * sum(nap.values()), nap
+    busy = by_reason(rows, burners[0].script_path)
+    hashing = busy.get(("hash_only", g["hasher_hash"]), {})
+    spinning = busy.get(("spin", g["spinner_py"]), {})
+    # the hasher never waits for anything but a CPU (and, between hashes, the GIL)
+    assert hashing.get("preempted", 0) >= 0.05 * SECONDS * 1e9, busy
+    assert spinning.get("preempted", 0) > 0, busy
 
 
 def test_bad_mode_and_min_block(pywalk):
