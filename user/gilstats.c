@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "escape.h"
 #include "gilstats.h"
 #include "intern.h"
 #include "util.h"
@@ -83,6 +84,7 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		     gilstats_name_fn name, void *ctx)
 {
 	size_t n = gilstats__count(g);
+	struct strbuf shown = { 0 };
 
 	fprintf(f, "pywalk: GIL per thread, share of its %s:\n",
 		off_cpu_seen ? "time (on-CPU samples and time off CPU)" : "on-CPU samples");
@@ -100,7 +102,11 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		double unknown = (double)t->unknown * unit, off = off_cpu_seen ? (double)t->off_ns : 0;
 		double total = held + not_held + unknown + off;
 
-		fprintf(f, "  %-8u %-8u %-24s", t->pid, t->tid, name ? name(ctx, t->target, t->tid) : "?");
+		/* a thread names itself: escaped, so it cannot write to the terminal */
+		strbuf_reset(&shown);
+		if (escape_folded(&shown, name ? name(ctx, t->target, t->tid) : "?"))
+			break;
+		fprintf(f, "  %-8u %-8u %-24s", t->pid, t->tid, shown.buf ? shown.buf : "");
 		if (off_cpu_seen)
 			fprintf(f, " %9.3f", total / 1e9);
 		else
@@ -114,6 +120,7 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		share(f, unknown, total);
 		fprintf(f, "\n");
 	}
+	strbuf_free(&shown);
 	fprintf(f, "  HELD: on CPU holding the GIL; NOT-HELD: on CPU without it (waiting for it, "
 		   "or in C code that released it)%s\n",
 		off_cpu_seen ? "; OFF-CPU: sleeping, blocked or preempted" :

@@ -13,6 +13,7 @@ third thread only hashes.
 * dump: at most one thread holds the GIL; the asleep main thread never does, and over a
   few dumps a Python-running thread is seen holding it.
 * refusals: --gil-stats with --mode off-cpu is a usage error (exit 2).
+* a thread that names itself with terminal escapes is printed inert in the table.
 
 A wrong GIL offset for a version shows here: the held shares go to 0 (or 100) for all."""
 import json
@@ -21,6 +22,8 @@ import re
 import select
 import signal
 import time
+
+import pytest
 
 import pywalk_e2e as e2e
 
@@ -155,3 +158,19 @@ def test_gil_stats_refused_with_off_cpu(pywalk, start_target, all_interpreters):
     assert r.stderr.startswith("pywalk: --gil-stats counts on-CPU samples"), r.stderr
     r = e2e.run_pywalk(["record", "-p", t.pid, "--mode", "gill"])
     assert r.returncode == 2 and "(cpu, off-cpu, wall or gil)" in r.stderr, r.stderr
+
+
+@pytest.mark.core_only
+def test_gil_stats_escape_a_hostile_thread_name(pywalk, interp, tmp_path):
+    # the offcpu target's nap thread names itself with terminal escapes (prctl)
+    t = e2e.Target(interp, "offcpu_target.py",
+                   argv=["env", "HOSTILE_COMM=1"] + interp.argv("offcpu_target.py"))
+    try:
+        t.wait_ready()
+        r = e2e.run_pywalk(["record", "-p", t.pid, "-d", 1, "--mode", "wall", "--gil-stats",
+                            "-o", str(tmp_path / "w.folded")], timeout=120)
+    finally:
+        t.stop()
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr, repr(r.stderr)
+    assert "\\x1b[2J" in r.stderr, r.stderr
