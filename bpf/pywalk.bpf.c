@@ -287,11 +287,15 @@ static __always_inline __u64 tstate_thread_id(const struct scratch *s, const str
 	return pw_load_u64(s->tstate, cfg->off.tstate_thread_id, PW_TSTATE_READ_MAX);
 }
 
+/* The GIL is read only for the modes that use it (--mode gil, --gil-stats): up to three
+ * reads a sample that every other profile would pay for nothing. */
+const volatile bool gil_wanted = false;
+
 /* Whether the thread state holds the GIL (PW_SF_GIL_*). A global function: its reads get
  * a stack frame of their own, beside the walk's rather than on top of the sampler's. */
 __noinline int gil_flags(const struct scratch *s, const struct pw_proc *cfg, __u64 tstate)
 {
-	if (!s || !cfg)
+	if (!gil_wanted || !s || !cfg)
 		return 0;
 	return pw_gil_flags(cfg, s->tstate, tstate);
 }

@@ -534,6 +534,8 @@ int engine__start(struct engine *e)
 						    .filter_probes = e->opts.filter_probes,
 						    .aggregate = e->opts.aggregate,
 						    .print_args = e->opts.print_args,
+						    .gil = e->s.mode == CLI_MODE_GIL ||
+							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
 						    .on_record = on_record,
 						    .ctx = e },

@@ -124,6 +124,7 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->follow_all = opts->follow_all;
 	ld->skel->rodata->capture_code = !opts->no_code_records;
 	ld->skel->rodata->print_args = opts->print_args;
+	ld->skel->rodata->gil_wanted = opts->gil;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
 	/* trace's syscall probes attach only when asked: on every syscall of the host
 	 * otherwise (the other probe programs have no target to auto-attach to) */

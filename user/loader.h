@@ -33,6 +33,7 @@ struct loader_opts {
 	uint32_t filter_probes;	 /* trace: probes with a --filter (bit per id) */
 	bool aggregate;		 /* trace --aggregate: hits counted in the kernel */
 	bool print_args;	 /* trace --print: samples carry what the probe saw */
+	bool gil;		 /* samples say whether their thread held the GIL */
 	uint32_t aggregate_entries; /* its maps' keys per generation; 0: the default */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
 	int (*on_record)(void *ctx, const void *data, size_t size);
