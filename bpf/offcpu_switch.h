@@ -141,6 +141,17 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 	nr = block == PW_BLOCK_PREEMPTED ? -1 : current_syscall(prev);
 	if (offcpu_min_block_ns && nr >= 0) {
 		old = bpf_map_lookup_elem(&switched_out, &tid);
+		if (old && (old->flags & PW_SW_HELD)) {
+			/* marked waiting at attach, but it ran before the mark was set: its
+			 * held stack's wait ended unseen (a zero wait says so) */
+			struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid,
+						   .time_ns = now, .target = old->target,
+						   .block = old->block };
+
+			if (bpf_ringbuf_output(&events, &r, sizeof(r), 0))
+				count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));
+			old = NULL;
+		}
 		if (old && (old->flags & PW_SW_OWED) && old->syscall == nr) {
 			/* woke and waits again inside the same system call: one wait */
 			out.owed_ns = old->owed_ns;

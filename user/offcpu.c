@@ -212,6 +212,13 @@ int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_
 		return 0;
 	}
 	hdr = o->slots[id].rec;
+	if (!r.off_ns) {
+		/* the kernel saw it leave again without seeing it come back (a thread marked
+		 * waiting at attach that had already woken): its wait's length is unknown */
+		o->st.replaced++;
+		release(o, id);
+		return 0;
+	}
 	if (hdr->target != r.target) {
 		/* not the lifetime that left: its exec ended that one (never observed) */
 		o->st.ended++;

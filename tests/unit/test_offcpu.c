@@ -118,6 +118,27 @@ static void test_short_lost_other_lifetime_and_budget(void **state)
 	offcpu__free(o);
 }
 
+/* a zero wait: the kernel saw a thread marked waiting at attach leave again unseen; its
+ * held stack is not counted (its wait's length is unknown), and the bucket says so */
+static void test_a_zero_wait_is_a_wait_not_seen_to_end(void **state)
+{
+	struct offcpu *o = offcpu__new(1000, 1 << 20);
+	struct emitted e = { 0 };
+	struct rec s = sample(5, 3, 100, PW_PROBE_OFFCPU, 0);
+	struct pw_offcpu_rec r = resumed(5, 3, 0, PW_BLOCK_SLEEP);
+
+	(void)state;
+	assert_int_equal(offcpu__hold(o, &s, sizeof(s)), 1);
+	assert_int_equal(offcpu__resume(o, &r, sizeof(r), emit, &e), 0);
+	assert_int_equal(e.n, 0);
+	assert_int_equal(offcpu__stats(o)->replaced, 1);
+	assert_int_equal(offcpu__stats(o)->short_blocks, 0);
+	assert_int_equal(offcpu__flush(o, 100 + 7000, emit, &e), 0);
+	assert_int_equal(e.n, 0); /* nothing still held to count at the end */
+	check_buckets(offcpu__stats(o));
+	offcpu__free(o);
+}
+
 static void test_many_threads_reuse_their_slots(void **state)
 {
 	struct offcpu *o = offcpu__new(0, 1 << 20);
@@ -181,6 +202,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_held_stack_weighs_its_time_off_cpu),
 		cmocka_unit_test(test_short_lost_other_lifetime_and_budget),
+		cmocka_unit_test(test_a_zero_wait_is_a_wait_not_seen_to_end),
 		cmocka_unit_test(test_many_threads_reuse_their_slots),
 		cmocka_unit_test(test_an_open_wait_counts_as_it_goes_and_once_in_all),
 	};
