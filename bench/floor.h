@@ -9,10 +9,10 @@
 #include <linux/types.h>
 #endif
 
-/* Largest single read, a power of two >= PW_TSTATE_READ_MAX and PW_FRAME_READ_MAX (pwbench
- * checks), and the most reads one sample may make: thread state, cframe, every frame
+/* Largest single read, a power of two >= PW_TSTATE_READ_MAX, PW_FRAME_READ_MAX and the
+ * data-stack window PW_WINDOW_MAX (pwbench checks), and the most reads one sample may make: thread state, cframe, every frame
  * (Python frames plus entry shims) and data-stack chunk headers. */
-#define FLOOR_READ_MAX 512
+#define FLOOR_READ_MAX 16384
 #define FLOOR_MAX_READS 4608
 
 struct floor_read {

@@ -53,7 +53,8 @@ static int mem_read(void *dst, __u32 size, __u64 addr)
 #include "walk.h"
 
 #include "floor.skel.h"
-_Static_assert(PW_TSTATE_READ_MAX <= FLOOR_READ_MAX && PW_FRAME_READ_MAX <= FLOOR_READ_MAX,
+_Static_assert(PW_TSTATE_READ_MAX <= FLOOR_READ_MAX && PW_FRAME_READ_MAX <= FLOOR_READ_MAX &&
+		       PW_WINDOW_MAX <= FLOOR_READ_MAX,
 	       "the floor program must be able to make every read pywalk makes");
 #include "pywalk.skel.h"
 
@@ -99,6 +100,8 @@ static int find_tstate(const struct pw_proc *cfg, pid_t tid, __u64 *out)
 	return 0;
 }
 
+static struct pw_walkmem walk_mem;
+
 /* Walk the thread's stack as pywalk's program does on a thread-cache hit, recording each
  * read into `plan`: thread state, cframe (3.11/3.12), then walk.h's reads. */
 static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
@@ -125,15 +128,13 @@ static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
 	recording = plan;
 	recording_overflow = 0;
 	err = mem_read(ts, ts_size, snap->tstate);
-	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
-	if (!err && cfg->off.cframe_current_frame != PW_OFF_NONE)
-		err = current ? mem_read(&current, 8, current + cfg->off.cframe_current_frame) :
-				-ENODATA;
+	if (!err && pw_current_frame(cfg, ts, &current) != PW_OUT__CONTINUE)
+		err = -ENODATA;
 	if (!err) {
-		pw_walk_init(&w, cfg, ts, current, max_depth);
+		pw_walk_start(&w, &walk_mem, cfg, ts, current, max_depth);
 		/* only the reads matter here: shipped frames are not kept */
 		for (__u32 i = 0; i < pw_walk_bound(max_depth); i++)
-			if (pw_walk_step(&w, cfg))
+			if (pw_walk_step(&w, cfg, &walk_mem))
 				break;
 	}
 	recording = NULL;

@@ -274,6 +274,9 @@ _Static_assert(sizeof(struct pw_proc) == 96, "pw_proc is ABI");
 #define PW_OWNER_THREAD 0
 /* _PyStackChunk: previous, size, top, then data[] (3.11+). */
 #define PW_CHUNK_DATA_OFFSET 24
+/* PyThreadState.datastack_top (where the live part of the newest chunk ends) is the field
+ * right after datastack_chunk in every version that has one (3.11-3.15). */
+#define PW_DATASTACK_TOP_AFTER_CHUNK 8
 
 /* Instruction offset value meaning "before the first instruction". */
 #define PW_INSTR_NONE 0xffffffffu

@@ -58,6 +58,7 @@ struct pw_hit {
 
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
+	struct pw_walkmem walk; /* the data-stack window and the tags of one walk */
 	struct pw_hit hit;
 	struct pw_agg_key agg_key;	/* --aggregate: the hit's key */
 	struct pw_agg_frames_key agg_fkey;
@@ -162,22 +163,23 @@ static long tfind_cb(__u32 index __attribute__((unused)), void *data)
 struct walk_ctx {
 	struct pw_walk w;
 	const struct pw_proc *cfg;
-	struct scratch *s; /* frames go to its record (and, --aggregate, into its key's hash) */
+	struct scratch *s; /* frames go to its record (and, --aggregate, into its key's hash);
+			    * its walk memory is the window and the tags */
 };
 
 /* One frame. A global function: the verifier checks it once, on its own, instead of once
  * per path through the loop around it, which keeps loading fast. */
-__noinline int walk_frame(struct pw_walk *w, const struct pw_proc *cfg)
+__noinline int walk_frame(struct pw_walk *w, const struct pw_proc *cfg, struct pw_walkmem *m)
 {
-	if (!w || !cfg)
+	if (!w || !cfg || !m)
 		return 1;
-	return pw_walk_step(w, cfg);
+	return pw_walk_step(w, cfg, m);
 }
 
 static long walk_cb(__u32 index __attribute__((unused)), void *data)
 {
 	struct walk_ctx *c = data;
-	int done = walk_frame(&c->w, c->cfg);
+	int done = walk_frame(&c->w, c->cfg, &c->s->walk);
 	__u32 idx = c->w.nframes - 1;
 
 	if (c->w.emit && idx < PW_MAX_FRAMES_CAP) {
@@ -312,6 +314,7 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	struct scratch *s;
 	__u64 *cached, tstate = 0, want, current;
 	__u64 len, now, flags;
+	__u8 outcome;
 
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
@@ -341,23 +344,14 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 			return PW_OUT_READ_FAULT;
 	}
 
-	current = pw_load_u64(s->tstate, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
-	if (cfg->off.cframe_current_frame != PW_OFF_NONE) {
-		/* 3.11/3.12: tstate->cframe->current_frame */
-		__u64 cframe = current;
-
-		if (!cframe)
-			return PW_OUT_EMPTY;
-		if (bpf_probe_read_user(&current, sizeof(current),
-					(const void *)(unsigned long)(cframe +
-								      cfg->off.cframe_current_frame)))
-			return PW_OUT_READ_FAULT;
-	}
+	outcome = pw_current_frame(cfg, s->tstate, &current);
+	if (outcome != PW_OUT__CONTINUE)
+		return outcome;
 
 	wc.cfg = cfg;
 	wc.s = s;
 	s->agg_key.stack = agg_seed;
-	pw_walk_init(&wc.w, cfg, s->tstate, current, max_depth);
+	pw_walk_start(&wc.w, &s->walk, cfg, s->tstate, current, max_depth);
 	bpf_loop(pw_walk_bound(max_depth), walk_cb, &wc, 0);
 	if (wc.w.outcome == PW_OUT__CONTINUE)
 		return PW_OUT_DEPTH;

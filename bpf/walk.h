@@ -142,6 +142,31 @@ fault:
 
 /* ---- frame walk ----------------------------------------------------------------------- */
 
+/* Bytes of data stack one read copies. A chunk holds 16 KiB by default, so a stack that
+ * fits one chunk costs one read; the buffer has room for one frame more, so a frame that
+ * starts inside the window is copied with a constant size. */
+#define PW_WINDOW_MAX 16384
+#define PW_WINDOW_BUF (PW_WINDOW_MAX + PW_FRAME_READ_MAX)
+/* Code objects whose tag one walk remembers (direct-mapped, a power of two). */
+#define PW_TAGMEMO_SLOTS 32
+
+/* What one walk keeps besides its state, too big for the BPF stack (a per-CPU scratch slot
+ * there): a copy of the data stack read at sample time, so frames inside it cost no read of
+ * their own, and the tags of the code objects this walk has already read, so a function
+ * that recurs costs one tag read per sample. Both are filled anew by pw_walk_start: a tag
+ * is never carried from one sample to the next (the address may be another code object's
+ * by then), and within one sample the thread is stopped, so a second read would return
+ * the same bytes. */
+struct pw_walkmem {
+	__u64 win_lo;  /* target address of bytes[0] */
+	__u32 win_len; /* bytes of the window read; 0 = no window */
+	__u32 pad;
+	__u64 memo_code[PW_TAGMEMO_SLOTS]; /* 0 = empty */
+	__u32 memo_tag[PW_TAGMEMO_SLOTS];
+	__u8 frame[PW_FRAME_READ_MAX] __attribute__((aligned(8))); /* the frame being visited */
+	__u8 bytes[PW_WINDOW_BUF] __attribute__((aligned(8)));
+};
+
 struct pw_walk {
 	__u64 frame;	   /* next frame to visit */
 	__u64 base_frame;  /* 3.15+: where a complete walk ends */
@@ -191,17 +216,91 @@ PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const 
 					  0;
 }
 
+/* The innermost frame of the thread state image `ts`: 3.11/3.12 through tstate->cframe
+ * (one read), else the field itself. PW_OUT__CONTINUE with *current set, or the outcome. */
+PW_INLINE __u8 pw_current_frame(const struct pw_proc *cfg, const __u8 *ts, __u64 *current)
+{
+	__u64 cframe;
+
+	*current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
+	if (cfg->off.cframe_current_frame == PW_OFF_NONE)
+		return PW_OUT__CONTINUE;
+	cframe = *current;
+	if (!cframe)
+		return PW_OUT_EMPTY;
+	if (PW_READ_USER(current, sizeof(*current), cframe + cfg->off.cframe_current_frame))
+		return PW_OUT_READ_FAULT;
+	return PW_OUT__CONTINUE;
+}
+
+/* Copy [lo, hi) of the target's data stack into the window, at most PW_WINDOW_MAX bytes
+ * ending at hi. A failed read leaves no window: each frame is then read on its own, and
+ * judged by the same checks. */
+PW_INLINE void pw_window_fill(struct pw_walkmem *m, __u64 lo, __u64 hi)
+{
+	__u64 len;
+
+	m->win_len = 0;
+	if (hi <= lo || ((lo | hi) & 7))
+		return;
+	if (hi - lo > PW_WINDOW_MAX)
+		lo = hi - PW_WINDOW_MAX;
+	len = hi - lo;
+	if (len > PW_WINDOW_MAX)
+		return;
+	if (PW_READ_USER(m->bytes, (__u32)len, lo))
+		return;
+	m->win_lo = lo;
+	m->win_len = (__u32)len;
+}
+
+/* Start a walk: pw_walk_init, a fresh tag memory, and on 3.11+ the live part of the newest
+ * data-stack chunk (from its header to datastack_top) in one read. */
+PW_INLINE void pw_walk_start(struct pw_walk *w, struct pw_walkmem *m, const struct pw_proc *cfg,
+			     const __u8 *ts, __u64 current, __u32 max_depth)
+{
+	pw_walk_init(w, cfg, ts, current, max_depth);
+	PW_UNROLL
+	for (int i = 0; i < PW_TAGMEMO_SLOTS; i++)
+		m->memo_code[i] = 0;
+	m->win_len = 0;
+	if (w->check_chunks && w->chunk_next) {
+		__u64 top = pw_load_u64(ts, cfg->off.tstate_datastack_chunk +
+						    PW_DATASTACK_TOP_AFTER_CHUNK,
+					PW_TSTATE_READ_MAX);
+
+		if (top > w->chunk_next && top - w->chunk_next < (1ull << 32))
+			pw_window_fill(m, w->chunk_next, top);
+	}
+}
+
+/* Does the window hold [addr, addr + size)? Its offset in the window, or -1. */
+PW_INLINE long pw_window_off(const struct pw_walkmem *m, __u64 addr, __u32 size)
+{
+	__u64 off = addr - m->win_lo;
+
+	if (addr < m->win_lo || off >= m->win_len || off + size > m->win_len || (addr & 7))
+		return -1;
+	return (long)off;
+}
+
 /* A THREAD-owned frame must be in the data stack: in the chunk being walked below the last
  * such frame, or in the next older chunk. A frame elsewhere, or a link that goes up the
  * stack, is a chain caught mid-update (or forged). Returns an outcome or CONTINUE. */
-PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, __u64 frame)
+PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, const struct pw_walkmem *m, __u64 frame)
 {
 	__u64 hdr[2] = { 0, 0 };
 
 	if (frame < w->chunk_lo || frame >= w->chunk_hi) {
+		long woff;
+
 		if (!w->chunk_next)
 			return PW_OUT_TORN;
-		if (PW_READ_USER(hdr, sizeof(hdr), w->chunk_next))
+		woff = pw_window_off(m, w->chunk_next, sizeof(hdr));
+		if (woff >= 0 && woff <= PW_WINDOW_MAX)
+			__builtin_memcpy(hdr, __builtin_assume_aligned(m->bytes + woff, 8),
+					 sizeof(hdr));
+		else if (PW_READ_USER(hdr, sizeof(hdr), w->chunk_next))
 			return PW_OUT_READ_FAULT;
 		if (hdr[1] > (1ull << 32))
 			return PW_OUT_TORN;
@@ -218,13 +317,74 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, __u64 frame)
 	return PW_OUT__CONTINUE;
 }
 
+/* The frame at `addr` into buf: copied from the window when it holds it. A frame outside
+ * it but inside the chunk being walked moves the window down to end at that frame: one
+ * read for the next PW_WINDOW_MAX bytes of frames. Any other frame (a generator's, an
+ * entry frame on the C stack, 3.10's heap frames) is one read of its own. */
+PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u8 *buf,
+			     __u32 size, __u64 addr)
+{
+	long off = pw_window_off(m, addr, size);
+
+	if (off < 0 && w->check_chunks && addr >= w->chunk_lo && addr + size <= w->chunk_hi) {
+		pw_window_fill(m, w->chunk_lo, addr + size);
+		off = pw_window_off(m, addr, size);
+	}
+	if (off >= 0 && off <= PW_WINDOW_MAX) {
+		__builtin_memcpy(buf, __builtin_assume_aligned(m->bytes + off, 8),
+				 PW_FRAME_READ_MAX);
+		return 0;
+	}
+	return PW_READ_USER(buf, size, addr);
+}
+
+/* The tag of the code object at `code`, read from it now (PW_OUT__CONTINUE), or the
+ * outcome that ends the walk. A code object this walk has read already is not read again. */
+PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u64 code,
+			    __u32 *tag)
+{
+	__u32 slot = (__u32)((code >> 4) ^ (code >> 13)) & (PW_TAGMEMO_SLOTS - 1);
+	__u64 words[PW_CODE_TAG_WORDS];
+	__u32 tag_size = cfg->off.code_tag_size;
+
+	*tag = 0;
+	if (cfg->off.code_tag == PW_OFF_NONE)
+		return PW_OUT__CONTINUE;
+	if (m->memo_code[slot] == code) {
+		*tag = m->memo_tag[slot];
+		return PW_OUT__CONTINUE;
+	}
+	if (tag_size > sizeof(words))
+		tag_size = sizeof(words);
+	PW_ZERO(words);
+	if (PW_READ_USER(words, tag_size, code + cfg->off.code_tag))
+		return PW_OUT_READ_FAULT;
+	if (cfg->code_tag_name < PW_CODE_TAG_WORDS) {
+		/* 3.10/3.11 have no per-object version: the name's text tells a replacement
+		 * object with recycled pointers apart */
+		__u64 name[PW_NAME_TAG_SIZE / 8];
+
+		PW_ZERO(name);
+		if (PW_READ_USER(name, sizeof(name),
+				 words[cfg->code_tag_name & (PW_CODE_TAG_WORDS - 1)] +
+					 PW_NAME_TAG_START))
+			return PW_OUT_READ_FAULT;
+		*tag = pw_code_tag(words, cfg->off.code_tag_mask, name);
+	} else {
+		*tag = pw_code_tag(words, cfg->off.code_tag_mask, 0);
+	}
+	m->memo_code[slot] = code;
+	m->memo_tag[slot] = *tag;
+	return PW_OUT__CONTINUE;
+}
+
 /* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on.
  * A Python frame to ship is left in w->cur with w->emit set; the caller stores it as frame
- * w->nframes - 1 (so this function writes only through `w`, and the BPF side can verify it
- * once as a global function). */
-PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
+ * w->nframes - 1 (so this function writes only through `w` and `m`, and the BPF side can
+ * verify it once as a global function). */
+PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct pw_walkmem *m)
 {
-	__u8 buf[PW_FRAME_READ_MAX] __attribute__((aligned(8)));
+	__u8 *buf = m->frame;
 	__u32 size = cfg->off.frame_read_size;
 	__u64 code, previous;
 	__u8 owner = 0;
@@ -267,8 +427,8 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 
 	if (size > PW_FRAME_READ_MAX)
 		size = PW_FRAME_READ_MAX;
-	PW_ZERO(buf);
-	err = PW_READ_USER(buf, size, w->frame);
+	PW_ZERO(m->frame);
+	err = pw_frame_fetch(w, m, buf, size, w->frame);
 	if (err) {
 		w->outcome = PW_OUT_READ_FAULT;
 		return 1;
@@ -300,7 +460,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 			return 1;
 		}
 		if (w->check_chunks && owner == PW_OWNER_THREAD) {
-			__u8 verdict = pw_check_data_stack(w, w->frame);
+			__u8 verdict = pw_check_data_stack(w, m, w->frame);
 
 			if (verdict != PW_OUT__CONTINUE) {
 				w->outcome = verdict;
@@ -322,33 +482,12 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg)
 		w->last_was_entry =
 			cfg->off.frame_is_entry != PW_OFF_NONE &&
 			pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
-		tag = 0;
-		if (cfg->off.code_tag != PW_OFF_NONE) {
-			__u64 words[PW_CODE_TAG_WORDS];
-			__u32 tag_size = cfg->off.code_tag_size;
+		{
+			__u8 verdict = pw_frame_tag(m, cfg, code, &tag);
 
-			if (tag_size > sizeof(words))
-				tag_size = sizeof(words);
-			PW_ZERO(words);
-			if (PW_READ_USER(words, tag_size, code + cfg->off.code_tag)) {
-				w->outcome = PW_OUT_READ_FAULT;
+			if (verdict != PW_OUT__CONTINUE) {
+				w->outcome = verdict;
 				return 1;
-			}
-			if (cfg->code_tag_name < PW_CODE_TAG_WORDS) {
-				/* 3.10/3.11 have no per-object version: the name's text tells
-				 * a replacement object with recycled pointers apart */
-				__u64 name[PW_NAME_TAG_SIZE / 8];
-
-				PW_ZERO(name);
-				if (PW_READ_USER(name, sizeof(name),
-						 words[cfg->code_tag_name & (PW_CODE_TAG_WORDS - 1)] +
-							 PW_NAME_TAG_START)) {
-					w->outcome = PW_OUT_READ_FAULT;
-					return 1;
-				}
-				tag = pw_code_tag(words, cfg->off.code_tag_mask, name);
-			} else {
-				tag = pw_code_tag(words, cfg->off.code_tag_mask, 0);
 			}
 		}
 		w->cur.code = code;

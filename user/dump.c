@@ -213,6 +213,9 @@ static bool run_mark(pid_t pid, pid_t tid, struct run_mark *m)
 	return n == 3 && m->state;
 }
 
+/* The walk's data-stack window and tag memory (one walk at a time). */
+static struct pw_walkmem walk_mem;
+
 /* Walk one thread state; its frames into t->frames. */
 static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_depth,
 			struct dump_thread *t)
@@ -220,7 +223,7 @@ static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max
 	uint8_t ts[PW_TSTATE_READ_MAX] __attribute__((aligned(8))) = { 0 };
 	uint32_t size = cfg->off.tstate_read_size;
 	struct pw_walk w;
-	uint64_t current;
+	__u64 current;
 
 	t->nframes = 0;
 	if (size > sizeof(ts))
@@ -230,22 +233,12 @@ static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max
 		return;
 	}
 	t->gil = (uint16_t)pw_gil_flags(cfg, ts, tstate);
-	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
-	if (cfg->off.cframe_current_frame != PW_OFF_NONE) {
-		uint64_t cframe = current;
-
-		if (!cframe) {
-			t->outcome = PW_OUT_EMPTY;
-			return;
-		}
-		if (read_target(&current, sizeof(current), cframe + cfg->off.cframe_current_frame)) {
-			t->outcome = PW_OUT_READ_FAULT;
-			return;
-		}
-	}
-	pw_walk_init(&w, cfg, ts, current, max_depth);
+	t->outcome = pw_current_frame(cfg, ts, &current);
+	if (t->outcome != PW_OUT__CONTINUE)
+		return;
+	pw_walk_start(&w, &walk_mem, cfg, ts, current, max_depth);
 	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++) {
-		int done = pw_walk_step(&w, cfg);
+		int done = pw_walk_step(&w, cfg, &walk_mem);
 
 		if (w.emit && w.nframes - 1 < max_depth)
 			t->frames[w.nframes - 1] = w.cur;

@@ -67,8 +67,8 @@ static void set_read_sizes(struct pw_proc *cfg)
 	t = max16(t, o->tstate_frame + 8);
 	if (o->tstate_base_frame != PW_OFF_NONE)
 		t = max16(t, o->tstate_base_frame + 8);
-	if (o->tstate_datastack_chunk != PW_OFF_NONE)
-		t = max16(t, o->tstate_datastack_chunk + 8);
+	if (o->tstate_datastack_chunk != PW_OFF_NONE) /* and datastack_top after it */
+		t = max16(t, o->tstate_datastack_chunk + PW_DATASTACK_TOP_AFTER_CHUNK + 8);
 	if (cfg->gil_kind == PW_GIL_STRUCT)
 		t = max16(t, o->tstate_interp + 8);
 	if (cfg->gil_kind == PW_GIL_TSTATE_FLAG)

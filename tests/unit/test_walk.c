@@ -123,6 +123,9 @@ static void cfg_for(unsigned int minor, struct pw_proc *cfg)
 	cfg->code_tag_name = 0xff;
 }
 
+/* The walk's window and tag memory; left as the last walk left it, as in BPF. */
+static struct pw_walkmem walk_mem;
+
 /* Run the walk like the BPF program does: bounded loop, CONTINUE past the bound = DEPTH. */
 static int run_walk(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_depth,
 		    struct pw_frame *out, uint32_t *nframes)
@@ -133,9 +136,9 @@ static int run_walk(const struct pw_proc *cfg, uint64_t tstate, uint32_t max_dep
 
 	assert_int_equal(mem_read(ts, cfg->off.tstate_read_size, tstate), 0);
 	current = pw_load_u64(ts, cfg->off.tstate_frame, PW_TSTATE_READ_MAX);
-	pw_walk_init(&w, cfg, ts, current, max_depth);
+	pw_walk_start(&w, &walk_mem, cfg, ts, current, max_depth);
 	for (uint32_t i = 0; i < pw_walk_bound(max_depth); i++) {
-		int done = pw_walk_step(&w, cfg);
+		int done = pw_walk_step(&w, cfg, &walk_mem);
 
 		if (w.emit && w.nframes - 1 < PW_MAX_FRAMES_CAP)
 			out[w.nframes - 1] = w.cur;
