@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -175,14 +176,13 @@ struct prog_stats {
 	__u64 run_cnt, run_time_ns;
 };
 
-static int prog_stats_read(const struct bpf_program *prog, struct prog_stats *st,
-			   struct bpf_prog_info *info_out)
+static int prog_stats_read(int prog_fd, struct prog_stats *st, struct bpf_prog_info *info_out)
 {
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
 		return -errno;
 	st->run_cnt = info.run_cnt;
 	st->run_time_ns = info.run_time_ns;
@@ -233,22 +233,26 @@ static int on_record(void *ctx, void *data, size_t size)
 
 /* Attach `prog` to a fresh perf event on `pid` for `ms` milliseconds (consuming `rb` if
  * given), and add the run statistics gained to `out`. */
-static int run_round(const struct bpf_program *prog, pid_t pid, __u32 freq_hz, __u32 ms,
-		     struct ring_buffer *rb, struct prog_stats *out)
+static int run_round(int prog_fd, pid_t pid, __u32 freq_hz, __u32 ms, struct ring_buffer *rb,
+		     struct prog_stats *out)
 {
-	struct prog_stats before, after;
-	struct bpf_link *link = NULL;
+	struct prog_stats before = { 0 }, after = { 0 };
+	int fd, err, link = -1;
 	__u64 end;
-	int fd, err;
 
 	fd = open_task_event(pid, freq_hz);
 	if (fd < 0)
 		return fd;
-	err = prog_stats_read(prog, &before, NULL);
+	err = prog_stats_read(prog_fd, &before, NULL);
 	if (err)
 		goto out;
-	link = bpf_program__attach_perf_event(prog, fd);
-	if (!link) {
+	/* a link by fd: the program may be pywalk's, the floor or another tool's (by id) */
+	link = bpf_link_create(prog_fd, fd, BPF_PERF_EVENT, NULL);
+	if (link < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
 		err = -errno;
 		goto out;
 	}
@@ -262,18 +266,19 @@ static int run_round(const struct bpf_program *prog, pid_t pid, __u32 freq_hz, _
 			usleep(20000);
 		}
 	}
-	bpf_link__destroy(link);
-	link = NULL;
+	close(link);
+	link = -1;
 	if (rb)
 		ring_buffer__consume(rb);
-	err = prog_stats_read(prog, &after, NULL);
+	err = prog_stats_read(prog_fd, &after, NULL);
 	if (err)
 		goto out;
 	out->run_cnt = after.run_cnt - before.run_cnt;
 	out->run_time_ns = after.run_time_ns - before.run_time_ns;
 	err = 0;
 out:
-	bpf_link__destroy(link);
+	if (link >= 0)
+		close(link);
 	close(fd);
 	return err;
 }
@@ -285,6 +290,7 @@ struct opts {
 	__u32 freq_hz, rounds, round_ms, max_depth;
 	int exit_path; /* 1: `pid` is not registered, measure the early exit */
 	int hold;      /* 1: just hold the empty program on every CPU's perf event */
+	__u32 prog_id; /* progcost: the loaded program to measure */
 };
 
 static struct pywalk_bpf *pywalk_load(__u32 max_depth)
@@ -306,17 +312,16 @@ static struct pywalk_bpf *pywalk_load(__u32 max_depth)
 	return skel;
 }
 
-static void print_prog(const char *name, const struct bpf_program *prog,
-		       const struct prog_stats *rounds, __u32 n)
+static void print_prog(const char *name, int prog_fd, const struct prog_stats *rounds, __u32 n)
 {
 	struct bpf_prog_info info;
 	struct prog_stats st;
 
 	memset(&info, 0, sizeof(info));
-	prog_stats_read(prog, &st, &info);
+	prog_stats_read(prog_fd, &st, &info);
 	printf("\"%s\": {\"prog\": \"%s\", \"verified_insns\": %u, \"xlated_insns\": %u, "
 	       "\"jited_bytes\": %u, \"rounds\": [",
-	       name, bpf_program__name(prog), info.verified_insns, info.xlated_prog_len / 8,
+	       name, info.name, info.verified_insns, info.xlated_prog_len / 8,
 	       info.jited_prog_len);
 	for (__u32 i = 0; i < n; i++)
 		printf("%s[%llu, %llu]", i ? ", " : "", (unsigned long long)rounds[i].run_cnt,
@@ -336,7 +341,7 @@ static int measure(const struct opts *o)
 	struct snapshot snap = { 0 };
 	struct target t;
 	char why[512] = "";
-	int err = 0, stats_fd = -1;
+	int err = 0, stats_fd = -1, walk_fd, floor_fd = -1;
 	__u32 zero = 0;
 
 	walk_rounds = calloc(o->rounds, sizeof(*walk_rounds));
@@ -383,6 +388,7 @@ static int measure(const struct opts *o)
 		snprintf(why, sizeof(why), "cannot configure pywalk's maps: %s", strerror(errno));
 		goto out;
 	}
+	walk_fd = bpf_program__fd(skel->progs.on_perf_event);
 	rbc.want_frames = snap.nframes;
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &rbc, NULL);
 	floor = floor_bpf__open_and_load();
@@ -391,6 +397,7 @@ static int measure(const struct opts *o)
 		snprintf(why, sizeof(why), "cannot set up the floor program: %s", strerror(errno));
 		goto out;
 	}
+	floor_fd = bpf_program__fd(floor->progs.floor_reads);
 	if (bpf_map__update_elem(floor->maps.plan, &zero, sizeof(zero), plan, sizeof(*plan),
 				 BPF_ANY)) {
 		err = -errno;
@@ -407,21 +414,21 @@ static int measure(const struct opts *o)
 	}
 
 	/* warm-up (thread cache, page tables, code), then ABAB.. / BABA.. alternating rounds */
-	err = run_round(skel->progs.on_perf_event, o->pid, o->freq_hz, 200, rb, &warm);
+	err = run_round(walk_fd, o->pid, o->freq_hz, 200, rb, &warm);
 	if (!err && !o->exit_path)
-		err = run_round(floor->progs.floor_reads, o->pid, o->freq_hz, 200, NULL, &warm);
+		err = run_round(floor_fd, o->pid, o->freq_hz, 200, NULL, &warm);
 	if (!err)
 		err = outcomes_read(skel, out0);
 	rbc.records = rbc.wrong_depth = 0;
 	for (__u32 r = 0; !err && r < o->rounds; r++) {
 		if (r % 2 == 0 || o->exit_path)
-			err = run_round(skel->progs.on_perf_event, o->pid, o->freq_hz, o->round_ms,
+			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms,
 					rb, &walk_rounds[r]);
 		if (!err && !o->exit_path)
-			err = run_round(floor->progs.floor_reads, o->pid, o->freq_hz, o->round_ms,
+			err = run_round(floor_fd, o->pid, o->freq_hz, o->round_ms,
 					NULL, &floor_rounds[r]);
 		if (!err && r % 2 == 1 && !o->exit_path)
-			err = run_round(skel->progs.on_perf_event, o->pid, o->freq_hz, o->round_ms,
+			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms,
 					rb, &walk_rounds[r]);
 	}
 	if (!err)
@@ -446,10 +453,10 @@ static int measure(const struct opts *o)
 		printf("%s\"%s\": %llu", i ? ", " : "", outcome_names[i],
 		       (unsigned long long)(out1[i] - out0[i]));
 	printf("}, ");
-	print_prog("walk", skel->progs.on_perf_event, walk_rounds, o->rounds);
+	print_prog("walk", walk_fd, walk_rounds, o->rounds);
 	if (!o->exit_path) {
 		printf(", ");
-		print_prog("floor", floor->progs.floor_reads, floor_rounds, o->rounds);
+		print_prog("floor", floor_fd, floor_rounds, o->rounds);
 	}
 	printf("}\n");
 out:
@@ -463,6 +470,48 @@ out:
 	free(plan);
 	free(walk_rounds);
 	free(floor_rounds);
+	return err;
+}
+
+/* `progcost`: another tool's program, already loaded (bpftrace's, by id), attached to a
+ * perf event of `pid` only, as pywalk's is: the same statistics, the same kind of run. */
+static int measure_other(const struct opts *o)
+{
+	struct prog_stats *rounds = calloc(o->rounds, sizeof(*rounds)), warm;
+	int prog_fd = -1, stats_fd = -1, err = 0;
+
+	if (!rounds)
+		return -ENOMEM;
+	prog_fd = bpf_prog_get_fd_by_id(o->prog_id);
+	if (prog_fd < 0) {
+		err = -errno;
+		fprintf(stderr, "pwbench: no BPF program %u: %s\n", o->prog_id, strerror(errno));
+		goto out;
+	}
+	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0) {
+		err = -errno;
+		fprintf(stderr, "pwbench: cannot enable BPF run-time statistics: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	err = run_round(prog_fd, o->pid, o->freq_hz, 200, NULL, &warm);
+	for (__u32 r = 0; !err && r < o->rounds; r++)
+		err = run_round(prog_fd, o->pid, o->freq_hz, o->round_ms, NULL, &rounds[r]);
+	if (err) {
+		fprintf(stderr, "pwbench: measuring program %u on PID %d failed: %s\n", o->prog_id,
+			o->pid, strerror(-err));
+		goto out;
+	}
+	printf("{\"pid\": %d, \"hz\": %u, \"prog_id\": %u, ", o->pid, o->freq_hz, o->prog_id);
+	print_prog("walk", prog_fd, rounds, o->rounds);
+	printf("}\n");
+out:
+	if (stats_fd >= 0)
+		close(stats_fd);
+	if (prog_fd >= 0)
+		close(prog_fd);
+	free(rounds);
 	return err;
 }
 
@@ -537,6 +586,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: pwbench bpfcost -p PID [options]   # walk vs reads-only floor\n"
 		   "       pwbench exitcost -p PID [options]  # early exit, PID not profiled\n"
+		   "       pwbench progcost -p PID --prog-id ID # a loaded program (bpftrace's)\n"
 		   "       pwbench hold [-F HZ]               # empty program, every CPU, until ^C\n\n"
 		   "Prints one JSON line: per round, run_cnt and run_time_ns of pywalk's\n"
 		   "program (and of the floor), attached to a perf event of PID only.\n\n"
@@ -546,7 +596,8 @@ static void usage(FILE *f)
 		   "  -F, --frequency HZ    samples per second (default 999)\n"
 		   "  -n, --rounds N        rounds per program (default 5)\n"
 		   "  -t, --round-ms MS     length of one round (default 1000)\n"
-		   "      --max-depth N     pywalk's --max-depth (default %d)\n",
+		   "      --max-depth N     pywalk's --max-depth (default %d)\n"
+		   "      --prog-id ID      progcost: id of a loaded perf_event program\n",
 		PW_DEFAULT_MAX_DEPTH);
 }
 
@@ -558,6 +609,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "round-ms", required_argument, NULL, 't' },
 		{ "max-depth", required_argument, NULL, 'D' },
+		{ "prog-id", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -574,6 +626,8 @@ int main(int argc, char **argv)
 		o.exit_path = 1;
 	else if (!strcmp(argv[1], "hold"))
 		o.hold = 1;
+	else if (!strcmp(argv[1], "progcost"))
+		o.prog_id = ~0u; /* set by --prog-id */
 	else if (strcmp(argv[1], "bpfcost"))
 		bad = 1;
 	optind = 2;
@@ -594,6 +648,9 @@ int main(int argc, char **argv)
 		case 'D':
 			bad = parse_u32(optarg, 1, PW_MAX_FRAMES_CAP, &o.max_depth);
 			break;
+		case 'P':
+			bad = parse_u32(optarg, 1, 0x7fffffff, &o.prog_id);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -601,12 +658,14 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
-	if (bad || (!pid && !o.hold)) {
+	if (bad || (!pid && !o.hold) || o.prog_id == ~0u) {
 		fprintf(stderr, "pwbench: bad command line\nTry 'pwbench --help'.\n");
 		return 2;
 	}
 	if (o.hold)
 		return hold(&o) ? 1 : 0;
 	o.pid = (pid_t)pid;
+	if (o.prog_id)
+		return measure_other(&o) ? 1 : 0;
 	return measure(&o) ? 1 : 0;
 }

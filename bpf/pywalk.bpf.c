@@ -226,13 +226,21 @@ static __always_inline __u64 seen_key(__u32 target, const struct pw_frame *f)
 	return k | 1; /* never 0, the empty slot */
 }
 
+/* Step i of the code-record loop: frame i, or the walk's i-th first-seen (code, tag) when
+ * it listed them all (then the other frames repeat those). */
 static long code_cb(__u32 i, void *data)
 {
 	struct code_ctx *c = data;
+	const struct pw_walkmem *m = &c->s->walk;
 	const struct pw_frame *f;
 	__u64 key;
 	__u32 slot;
 
+	if (m->nfresh <= PW_TAGMEMO_SLOTS) {
+		if (i >= m->nfresh)
+			return 1;
+		i = m->fresh[i & (PW_TAGMEMO_SLOTS - 1)];
+	}
 	if (i >= c->nframes || i >= PW_MAX_FRAMES_CAP || !c->budget)
 		return 1;
 	f = &c->s->sample.frames[i];

@@ -158,13 +158,17 @@ fault:
  * by then), and within one sample the thread is stopped, so a second read would return
  * the same bytes. */
 struct pw_walkmem {
-	__u64 win_lo;  /* target address of bytes[0] */
+	__u64 win_lo;  /* target address of win[0] */
 	__u32 win_len; /* bytes of the window read; 0 = no window */
 	__u32 pad;
 	__u64 memo_code[PW_TAGMEMO_SLOTS]; /* 0 = empty */
 	__u32 memo_tag[PW_TAGMEMO_SLOTS];
-	__u8 frame[PW_FRAME_READ_MAX] __attribute__((aligned(8))); /* the frame being visited */
-	__u8 bytes[PW_WINDOW_BUF] __attribute__((aligned(8)));
+	/* The frames whose (code, tag) this walk read first: every other frame repeats one
+	 * of them. More than PW_TAGMEMO_SLOTS: not all are listed. */
+	__u32 nfresh;
+	__u16 fresh[PW_TAGMEMO_SLOTS];
+	__u64 frame[PW_FRAME_READ_MAX / 8]; /* the frame being visited */
+	__u64 win[PW_WINDOW_BUF / 8];	     /* words, so copies out of it are word copies */
 };
 
 struct pw_walk {
@@ -248,7 +252,7 @@ PW_INLINE void pw_window_fill(struct pw_walkmem *m, __u64 lo, __u64 hi)
 	len = hi - lo;
 	if (len > PW_WINDOW_MAX)
 		return;
-	if (PW_READ_USER(m->bytes, (__u32)len, lo))
+	if (PW_READ_USER(m->win, (__u32)len, lo))
 		return;
 	m->win_lo = lo;
 	m->win_len = (__u32)len;
@@ -263,6 +267,7 @@ PW_INLINE void pw_walk_start(struct pw_walk *w, struct pw_walkmem *m, const stru
 	PW_UNROLL
 	for (int i = 0; i < PW_TAGMEMO_SLOTS; i++)
 		m->memo_code[i] = 0;
+	m->nfresh = 0;
 	m->win_len = 0;
 	if (w->check_chunks && w->chunk_next) {
 		__u64 top = pw_load_u64(ts, cfg->off.tstate_datastack_chunk +
@@ -297,10 +302,10 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, const struct pw_walkmem *m
 		if (!w->chunk_next)
 			return PW_OUT_TORN;
 		woff = pw_window_off(m, w->chunk_next, sizeof(hdr));
-		if (woff >= 0 && woff <= PW_WINDOW_MAX)
-			__builtin_memcpy(hdr, __builtin_assume_aligned(m->bytes + woff, 8),
-					 sizeof(hdr));
-		else if (PW_READ_USER(hdr, sizeof(hdr), w->chunk_next))
+		if (woff >= 0 && woff <= PW_WINDOW_MAX) {
+			hdr[0] = m->win[(woff >> 3) & (PW_WINDOW_MAX / 8 - 1)];
+			hdr[1] = m->win[((woff >> 3) & (PW_WINDOW_MAX / 8 - 1)) + 1];
+		} else if (PW_READ_USER(hdr, sizeof(hdr), w->chunk_next))
 			return PW_OUT_READ_FAULT;
 		if (hdr[1] > (1ull << 32))
 			return PW_OUT_TORN;
@@ -317,12 +322,12 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, const struct pw_walkmem *m
 	return PW_OUT__CONTINUE;
 }
 
-/* The frame at `addr` into buf: copied from the window when it holds it. A frame outside
+/* The frame at `addr` into m->frame: copied from the window when it holds it. A frame outside
  * it but inside the chunk being walked moves the window down to end at that frame: one
  * read for the next PW_WINDOW_MAX bytes of frames. Any other frame (a generator's, an
  * entry frame on the C stack, 3.10's heap frames) is one read of its own. */
-PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u8 *buf,
-			     __u32 size, __u64 addr)
+PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u32 size,
+			     __u64 addr)
 {
 	long off = pw_window_off(m, addr, size);
 
@@ -330,28 +335,39 @@ PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u8
 		pw_window_fill(m, w->chunk_lo, addr + size);
 		off = pw_window_off(m, addr, size);
 	}
-	if (off >= 0 && off <= PW_WINDOW_MAX) {
-		__builtin_memcpy(buf, __builtin_assume_aligned(m->bytes + off, 8),
-				 PW_FRAME_READ_MAX);
+	if (off >= 0 && off < PW_WINDOW_MAX) {
+		__u32 first = (__u32)(off >> 3);
+
+		/* whole words: a byte-wise copy would cost 14 times the instructions */
+		PW_UNROLL
+		for (int i = 0; i < PW_FRAME_READ_MAX / 8; i++)
+			m->frame[i] = m->win[first + i];
 		return 0;
 	}
-	return PW_READ_USER(buf, size, addr);
+	return PW_READ_USER(m->frame, size, addr);
 }
 
-/* The tag of the code object at `code`, read from it now (PW_OUT__CONTINUE), or the
- * outcome that ends the walk. A code object this walk has read already is not read again. */
+/* The tag of the code object at `code` of frame number `index`, read from it now
+ * (PW_OUT__CONTINUE), or the outcome that ends the walk. A code object this walk has read
+ * already is not read again. */
 PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u64 code,
-			    __u32 *tag)
+			    __u32 index, __u32 *tag)
 {
 	__u32 slot = (__u32)((code >> 4) ^ (code >> 13)) & (PW_TAGMEMO_SLOTS - 1);
 	__u64 words[PW_CODE_TAG_WORDS];
 	__u32 tag_size = cfg->off.code_tag_size;
 
 	*tag = 0;
-	if (cfg->off.code_tag == PW_OFF_NONE)
-		return PW_OUT__CONTINUE;
 	if (m->memo_code[slot] == code) {
 		*tag = m->memo_tag[slot];
+		return PW_OUT__CONTINUE;
+	}
+	if (m->nfresh < PW_TAGMEMO_SLOTS)
+		m->fresh[m->nfresh & (PW_TAGMEMO_SLOTS - 1)] = (__u16)index;
+	m->nfresh++;
+	if (cfg->off.code_tag == PW_OFF_NONE) {
+		m->memo_code[slot] = code;
+		m->memo_tag[slot] = 0;
 		return PW_OUT__CONTINUE;
 	}
 	if (tag_size > sizeof(words))
@@ -384,7 +400,7 @@ PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u
  * verify it once as a global function). */
 PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct pw_walkmem *m)
 {
-	__u8 *buf = m->frame;
+	const __u8 *buf = (const __u8 *)m->frame;
 	__u32 size = cfg->off.frame_read_size;
 	__u64 code, previous;
 	__u8 owner = 0;
@@ -428,7 +444,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 	if (size > PW_FRAME_READ_MAX)
 		size = PW_FRAME_READ_MAX;
 	PW_ZERO(m->frame);
-	err = pw_frame_fetch(w, m, buf, size, w->frame);
+	err = pw_frame_fetch(w, m, size, w->frame);
 	if (err) {
 		w->outcome = PW_OUT_READ_FAULT;
 		return 1;
@@ -483,7 +499,7 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 			cfg->off.frame_is_entry != PW_OFF_NONE &&
 			pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
 		{
-			__u8 verdict = pw_frame_tag(m, cfg, code, &tag);
+			__u8 verdict = pw_frame_tag(m, cfg, code, w->nframes, &tag);
 
 			if (verdict != PW_OUT__CONTINUE) {
 				w->outcome = verdict;

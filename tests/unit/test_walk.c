@@ -403,7 +403,8 @@ static void test_310_frame_objects_end_at_null_f_back(void **state)
 /* ---- data-stack placement (3.11+) ---------------------------------------------------- */
 
 /* 3.15 chain of n THREAD frames placed in two stack chunks (older chunk holds the bottom
- * half), datastack_chunk pointing at the newer one. Frames innermost first in f[]. */
+ * half), datastack_chunk pointing at the newer one and datastack_top past its top frame.
+ * Frames innermost first in f[]. */
 static uint64_t build_chunked_315(struct pw_proc *cfg, uint64_t code, uint64_t f[8])
 {
 	uint64_t tstate = mem_alloc(1024), base = tstate + 888;
@@ -411,9 +412,11 @@ static uint64_t build_chunked_315(struct pw_proc *cfg, uint64_t code, uint64_t f
 
 	cfg_for(15, cfg);
 	cfg->off.tstate_datastack_chunk = 256;
-	cfg->off.tstate_read_size = 264;
+	cfg->off.tstate_read_size = 272; /* datastack_top at 264 */
 	put64(tstate + 80, base);
 	put64(tstate + 256, new_chunk);
+	/* the live part of the newest chunk ends past its innermost frame's fields */
+	put64(tstate + 264, new_chunk + PW_CHUNK_DATA_OFFSET + 3 * 200 + 160);
 	put64(old_chunk, 0);
 	put64(old_chunk + 8, 4096);
 	put64(new_chunk, old_chunk);
@@ -482,7 +485,146 @@ static void test_link_up_the_data_stack_is_torn(void **state)
 	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
 }
 
+/* The window: the newest chunk's live part is one read; the older chunk's first frame and
+ * header are reads of their own, and the window then moves down into it (one read for
+ * the rest); the entry frame on the C stack is one read. Without datastack_top the newest
+ * chunk is entered the same way as the older one. Same frames, same outcome. */
+static void test_data_stack_window_saves_reads_and_ships_the_same(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), f[8], tstate;
+	struct pw_frame first[8];
+	uint32_t n;
+
+	(void)state;
+	tstate = build_chunked_315(&cfg, code, f);
+	reads = 0;
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 8);
+	assert_int_equal(reads, 6);
+	memcpy(first, out, sizeof(first));
+	put64(tstate + 264, 0);
+	reads = 0;
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 8);
+	assert_int_equal(reads, 1 + 2 * 3 + 1);
+	assert_memory_equal(out, first, sizeof(first));
+	/* a datastack_top past mapped memory: the window read fails, frames are read alone */
+	put64(tstate + 264, MEM_BASE + MEM_SIZE + 4096);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_memory_equal(out, first, sizeof(first));
+}
+
+/* Checks judge the window's bytes as they judge a read's: a forged link inside the
+ * window, up the data stack, is torn; so is a frame the window holds whose chunk is
+ * not the thread's. */
+static void test_forged_chain_inside_the_window_is_torn(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), f[8], tstate;
+	uint32_t n;
+
+	(void)state;
+	tstate = build_chunked_315(&cfg, code, f);
+	/* f[2] -> a popped frame between f[1] and f[0]: up the stack */
+	put64(f[1] + 100 + cfg.off.frame_code, code);
+	link_frames(&cfg, f[1] + 100, f[3]);
+	link_frames(&cfg, f[2], f[1] + 100);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+	tstate = build_chunked_315(&cfg, code, f);
+	link_frames(&cfg, f[1], f[3]); /* skips f[2]: still falling, still complete */
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 7);
+	/* the newest chunk's header claims a size that ends below the top frame */
+	tstate = build_chunked_315(&cfg, code, f);
+	put64(f[0] - 3 * 200 - PW_CHUNK_DATA_OFFSET + 8, 3 * 200 + PW_CHUNK_DATA_OFFSET);
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_TORN);
+}
+
+/* 300 frames 200 bytes apart in one 64 KiB chunk: more than one window; each frame is
+ * shipped and the reads are the windows, not the frames. */
+static void test_deep_chunk_is_walked_window_by_window(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), tstate = mem_alloc(1024), base = tstate + 888;
+	uint64_t chunk = mem_alloc(65536), entry, prev = 0;
+	uint32_t n;
+	const int depth = 300;
+
+	(void)state;
+	cfg_for(15, &cfg);
+	cfg.off.tstate_datastack_chunk = 256;
+	cfg.off.tstate_read_size = 272;
+	put64(tstate + 80, base);
+	put64(tstate + 256, chunk);
+	put64(chunk + 8, 65536);
+	for (int i = 0; i < depth; i++) {
+		uint64_t fr = chunk + PW_CHUNK_DATA_OFFSET + (uint64_t)(depth - 1 - i) * 200;
+
+		put64(fr + cfg.off.frame_code, code);
+		put64(fr + cfg.off.frame_instr, code + cfg.off.code_adaptive + 2ull * i);
+		if (prev)
+			link_frames(&cfg, prev, fr);
+		else
+			put64(tstate + 72, fr);
+		prev = fr;
+	}
+	put64(tstate + 264, chunk + PW_CHUNK_DATA_OFFSET + depth * 200);
+	entry = make_frame(&cfg, 0x1001, 0, 3);
+	link_frames(&cfg, prev, entry);
+	link_frames(&cfg, entry, base);
+	reads = 0;
+	assert_int_equal(run_walk(&cfg, tstate, 1000, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, depth);
+	for (int i = 0; i < depth; i++)
+		assert_int_equal(out[i].instr, (uint32_t)i);
+	/* tstate, ceil(60,000 / 16,384) = 4 windows, the chunk header (below the first
+	 * window), the entry frame */
+	assert_int_equal(reads, 1 + 4 + 1 + 1);
+}
+
 /* ---- code tags ------------------------------------------------------------------------ */
+
+/* A recursing function's code object is read once per walk, and every one of its frames
+ * carries the tag read in this walk: after the object changes, the next walk reads the
+ * new tag. */
+static void test_code_tag_is_read_once_per_walk_and_anew_each_walk(void **state)
+{
+	struct pw_proc cfg;
+	uint64_t code = mem_alloc(256), other = mem_alloc(256), tstate, fr;
+	uint32_t n, tag;
+
+	(void)state;
+	tstate = build_deep_315(&cfg, 50, code);
+	cfg.off.code_tag = 88;
+	cfg.off.code_tag_mask = 0x7f;
+	cfg.off.code_tag_size = 56;
+	put64(code + 96, 7); /* co_version */
+	put64(other + 96, 8);
+	/* frame 10 runs another function */
+	fr = tstate;
+	assert_int_equal(mem_read(&fr, 8, tstate + 72), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(mem_read(&fr, 8, fr + cfg.off.frame_previous), 0);
+	put64(fr + cfg.off.frame_code, other);
+	put64(fr + cfg.off.frame_instr, other + cfg.off.code_adaptive);
+	reads = 0;
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 50);
+	tag = out[0].tag;
+	for (uint32_t i = 0; i < n; i++)
+		if (i != 10)
+			assert_int_equal(out[i].tag, tag);
+	assert_int_not_equal(out[10].tag, tag);
+	assert_int_equal(reads, 1 + 51 + 2); /* tstate, frames and entry, two tags */
+	assert_int_equal(walk_mem.nfresh, 2);
+	assert_int_equal(walk_mem.fresh[0], 0);
+	assert_int_equal(walk_mem.fresh[1], 10);
+	put64(code + 96, 9); /* a new code object at the same address */
+	assert_int_equal(run_walk(&cfg, tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_not_equal(out[0].tag, tag);
+	assert_int_equal(out[49].tag, out[0].tag);
+}
 
 static void test_code_tag_follows_the_code_object_not_its_address(void **state)
 {
@@ -583,7 +725,11 @@ int main(void)
 		cmocka_unit_test_setup(test_frames_in_data_stack_chunks_in_order_are_shipped, reset),
 		cmocka_unit_test_setup(test_frame_outside_data_stack_is_torn, reset),
 		cmocka_unit_test_setup(test_link_up_the_data_stack_is_torn, reset),
+		cmocka_unit_test_setup(test_data_stack_window_saves_reads_and_ships_the_same, reset),
+		cmocka_unit_test_setup(test_forged_chain_inside_the_window_is_torn, reset),
+		cmocka_unit_test_setup(test_deep_chunk_is_walked_window_by_window, reset),
 		cmocka_unit_test_setup(test_code_tag_follows_the_code_object_not_its_address, reset),
+		cmocka_unit_test_setup(test_code_tag_is_read_once_per_walk_and_anew_each_walk, reset),
 		cmocka_unit_test_setup(test_tfind_walks_threads_and_interpreters, reset),
 	};
 
