@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "floor.h"
+#include "loader.h"
 #include "target.h"
 #include "util.h"
 
@@ -373,6 +374,7 @@ static int measure(const struct opts *o)
 		struct pw_proc dummy = { 0 };
 		__u32 key = 0x3fffffff;
 
+		loader_mark_target(skel->bss->target_bits, key);
 		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &dummy,
 					   sizeof(dummy), BPF_ANY);
 	} else {
@@ -380,6 +382,7 @@ static int measure(const struct opts *o)
 
 		struct pw_proc cfg = target_config(&t);
 
+		loader_mark_target(skel->bss->target_bits, key);
 		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &cfg, sizeof(cfg),
 					   BPF_ANY);
 	}

@@ -261,6 +261,13 @@ struct pw_proc {
 };
 _Static_assert(sizeof(struct pw_proc) == 96, "pw_proc is ABI");
 
+/* The sampler's target bitmap (`target_bits`, in the program's .bss): bit tgid % PW_TARGET_BITS
+ * is set before a config of that tgid goes into `procs`, by whoever inserts it, and never
+ * cleared. A clear bit proves "not a target" with one load instead of a hash lookup. */
+#define PW_TARGET_BITS (1u << 16)
+#define PW_TARGET_WORD(tgid) (((tgid) / 64) % (PW_TARGET_BITS / 64))
+#define PW_TARGET_BIT(tgid) (1ull << ((tgid) % 64))
+
 /* Values of the kernel side's `family` map: how a followed process is followed. */
 #define PW_FOLLOW_EXEC 1     /* its execs and exit are reported */
 #define PW_FOLLOW_CHILDREN 2 /* and its fork children are followed like it */

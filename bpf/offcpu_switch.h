@@ -128,7 +128,7 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 	/* an exiting thread does not come back; its last switch has nothing to wait for */
 	if (!pid || (BPF_CORE_READ(prev, flags) & 0x4 /* PF_EXITING */))
 		return;
-	cfg = bpf_map_lookup_elem(&procs, &pid);
+	cfg = lookup_target(pid);
 	if (!cfg)
 		return;
 	out.target = cfg->target;
@@ -218,7 +218,7 @@ int on_offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	bpf_map_delete_elem(&switched_out, &tid);
-	cfg = bpf_map_lookup_elem(&procs, &pid);
+	cfg = lookup_target(pid);
 	if (!cfg) {
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
 		return 0;

@@ -80,6 +80,17 @@ struct {
 	__type(value, struct pw_proc);
 } procs SEC(".maps");
 
+/* See PW_TARGET_BITS: the early exit of a non-target is one load of this. */
+__u64 target_bits[PW_TARGET_BITS / 64];
+
+/* The config of process `tgid`, or NULL when it is not a target. */
+static __always_inline const struct pw_proc *lookup_target(__u32 tgid)
+{
+	if (!tgid || !(target_bits[PW_TARGET_WORD(tgid)] & PW_TARGET_BIT(tgid)))
+		return NULL;
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
 /* Followed processes (tgid -> PW_FOLLOW_*), targets or not (a shell that starts Python):
  * their execs and exits are reported, and with PW_FOLLOW_CHILDREN their fork children are
  * followed alike. Not used with follow_all. */
@@ -589,7 +600,7 @@ static __always_inline void sample_current(__u32 probe, __u32 site, __u64 weight
 	const struct pw_proc *cfg;
 
 	count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
-	cfg = pid ? bpf_map_lookup_elem(&procs, &pid) : NULL;
+	cfg = lookup_target(pid);
 	if (!cfg) {
 		count_probe(probe, PW_OUT_NOT_TARGET);
 		return;
@@ -650,7 +661,7 @@ static __always_inline void latency_enter(__u32 probe, struct pw_hit *hit)
 	struct pw_entries *st;
 	bool pass;
 
-	if (!pid || !bpf_map_lookup_elem(&procs, &pid))
+	if (!lookup_target(pid))
 		return;
 	pass = !has_filter(probe) || filter_pass(probe, hit);
 	st = bpf_map_lookup_elem(&entries, &key);
@@ -680,7 +691,7 @@ static __always_inline __u64 latency_exit(__u32 probe)
 	struct pw_entries *st;
 	__u64 t0, now;
 
-	if (!pid || !bpf_map_lookup_elem(&procs, &pid)) {
+	if (!lookup_target(pid)) {
 		count_probe(probe, PW_COUNTER_INDEX(PW_CNT_RUNS));
 		count_probe(probe, PW_OUT_NOT_TARGET);
 		return 0;
@@ -949,6 +960,7 @@ int on_fork(__u64 *ctx)
 		return 0;
 	cfg = *pcfg;
 	cfg.target = PW_TARGET_KERNEL_BIT | (__sync_fetch_and_add(next, 1) + 1);
+	__sync_fetch_and_or(&target_bits[PW_TARGET_WORD(ctgid)], PW_TARGET_BIT(ctgid));
 	if (bpf_map_update_elem(&procs, &ctgid, &cfg, BPF_NOEXIST)) {
 		count_counter(PW_CNT_PROC_FULL);
 		cfg.target = 0;

@@ -246,10 +246,18 @@ void loader__free(struct loader *ld)
 	free(ld);
 }
 
+/* Mark `tgid` in the program's target bitmap: before its config is inserted, or its
+ * samples would be counted as not a target. */
+void loader_mark_target(__u64 *bits, __u32 tgid)
+{
+	__atomic_fetch_or(&bits[PW_TARGET_WORD(tgid)], PW_TARGET_BIT(tgid), __ATOMIC_SEQ_CST);
+}
+
 int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg)
 {
 	__u32 key = (__u32)pid;
 
+	loader_mark_target(ld->skel->bss->target_bits, key);
 	if (bpf_map__update_elem(ld->skel->maps.procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
 		return errno == ENOSPC ? -E2BIG : -errno;

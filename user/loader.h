@@ -46,6 +46,9 @@ void loader__free(struct loader *ld);
 
 /* Start sampling process `pid` with config `cfg` (cfg->target names this lifetime).
  * 0 or a negative errno (-E2BIG: the map is full). */
+/* Set tgid's bit of a loaded program's target bitmap (PW_TARGET_BITS), before its config
+ * is inserted by hand (the bench does); loader__add_process does it itself. */
+void loader_mark_target(__u64 *bits, __u32 tgid);
 int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg);
 /* Stop sampling `pid` if its config is still that of `target` (0: whatever it is). */
 int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target);
