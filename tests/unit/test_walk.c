@@ -516,8 +516,8 @@ static void test_data_stack_window_saves_reads_and_ships_the_same(void **state)
 }
 
 /* Checks judge the window's bytes as they judge a read's: a forged link inside the
- * window, up the data stack, is torn; so is a frame the window holds whose chunk is
- * not the thread's. */
+ * window, up the data stack, is torn; so is a top frame past the end its chunk's header
+ * (taken from the window) gives the chunk. */
 static void test_forged_chain_inside_the_window_is_torn(void **state)
 {
 	struct pw_proc cfg;
