@@ -315,7 +315,11 @@ def bpf_exit(cfg, out, rounds, round_ms, pid_filter):
         d = json.loads(r.stdout)
         d["walk_ns"] = pooled_ns(d["walk"]["rounds"])
         if pid_filter:
-            d["bpftrace_pid_filter"] = prog_cost(cfg, busy.pid, pid_filter[1], rounds, round_ms)
+            try:
+                d["bpftrace_pid_filter"] = prog_cost(cfg, busy.pid, pid_filter[1], rounds,
+                                                     round_ms)
+            except Exception as e:  # noqa: BLE001 - the peer column is optional
+                out["errors"].append("early exit, bpftrace: %s" % e)
         out["exit"] = d
         log("bpf early exit: %.0f ns, bpftrace pid filter %s ns" % (
             d["walk_ns"], fmt(d.get("bpftrace_pid_filter", {}).get("ns"))))
