@@ -202,9 +202,20 @@ BPFTRACE_USTACK = "software:cpu-clock:%d { @[ustack] = count(); }"
 BPFTRACE_PID_FILTER = "software:cpu-clock:%d /pid == 1/ { @c = count(); }"
 
 
-def start_bpftrace_prog(script):
-    """Start bpftrace on `script` (with a unique period); returns (process, program id)."""
-    period = random.randrange(10 ** 11, 2 * 10 ** 11)  # larger ones are refused
+def start_bpftrace_prog(script, tries=3):
+    """Start bpftrace on `script` (with a unique period); returns (process, program id).
+    perf_event_open now and then refuses bpftrace's events (EINVAL): another period then."""
+    for attempt in range(tries):
+        try:
+            return start_bpftrace_once(script)
+        except RuntimeError:
+            if attempt == tries - 1:
+                raise
+    return None
+
+
+def start_bpftrace_once(script):
+    period = random.randrange(10 ** 11, 2 * 10 ** 11)
     p = subprocess.Popen(["bpftrace", "-e", script % period], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
