@@ -20,7 +20,7 @@
 #define PW_MAX_THREAD_WALK 1024
 #define PW_MAX_INTERPRETERS 16
 
-/* Every perf event ends in exactly one outcome (DESIGN.md invariant 2). One list defines the
+/* Every perf event ends in exactly one outcome (doc/design.md, "What must hold"). One list defines the
  * codes and their printed labels so a new reason cannot be added in one place only. */
 #define PW_OUTCOMES(X)                                                 \
 	X(SHIPPED, "shipped")                                          \
@@ -35,6 +35,7 @@
 	X(READ_FAULT, "rejected: read fault")                          \
 	X(BAD_FRAME, "rejected: bad frame")                            \
 	X(LOST, "lost (ring buffer full)")                             \
+	X(NESTED, "lost (interrupted a walk)")                         \
 	X(AGG_FULL, "lost (aggregate map full)")
 
 enum pw_outcome {
@@ -290,7 +291,7 @@ _Static_assert(sizeof(struct pw_proc) == 96, "pw_proc is ABI");
 
 /* One Python frame: the code object address, the instruction offset in code units, and a
  * tag of the code object as it was at sample time, so userspace never names a frame after
- * another code object that reused the address (DESIGN.md invariant 3). */
+ * another code object that reused the address (doc/design.md, "What must hold"). */
 struct pw_frame {
 	__u64 code;
 	__u32 instr;

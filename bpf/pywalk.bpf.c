@@ -67,6 +67,7 @@ struct scratch {
 	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
 	__u64 seen[PW_SEEN_SLOTS];
 	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
+	__u32 busy;	      /* a walk is using this scratch (see sample_python) */
 };
 _Static_assert(__builtin_offsetof(struct scratch, sample) ==
 		       __builtin_offsetof(struct scratch, agg_first) + sizeof(struct pw_agg_first),
@@ -324,20 +325,16 @@ __noinline int gil_flags(const struct scratch *s, const struct pw_proc *cfg, __u
 /* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
  * counting `weight` (1, or nanoseconds for a latency); `sflags` (PW_SF_*) go with it, and
  * whether it holds the GIL. */
-static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
-					   __u32 probe, __u32 site, __u64 weight, __u16 sflags)
+static __always_inline __u32 walk_and_ship(struct scratch *s, __u32 pid, __u32 tid,
+					   const struct pw_proc *cfg, __u32 probe, __u32 site,
+					   __u64 weight, __u16 sflags)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 key = (__u64)cfg->target << 32 | tid;
 	struct walk_ctx wc = {};
-	struct scratch *s;
 	__u64 *cached, tstate = 0, want, current;
 	__u64 len, now, flags;
 	__u8 outcome;
 
-	s = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!s)
-		return PW_OUT_LOST;
 	want = current_thread_id(cfg, tid);
 
 	cached = bpf_map_lookup_elem(&threads, &key);
@@ -444,6 +441,26 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	if (bpf_ringbuf_output(&events, &s->sample, len, flags))
 		return PW_OUT_LOST;
 	return PW_OUT_SHIPPED;
+}
+
+/* The scratch is per CPU, and a sampler's interrupt can land in another program's walk on
+ * the same CPU (an NMI-driven hardware event inside the off-CPU walk, which no recursion
+ * guard of the kernel covers for tracing programs): the second one is counted, never let
+ * to write over the first's scratch. */
+static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
+					   __u32 probe, __u32 site, __u64 weight, __u16 sflags)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), outcome;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+
+	if (!s)
+		return PW_OUT_LOST;
+	if (s->busy)
+		return PW_OUT_NESTED;
+	s->busy = 1;
+	outcome = walk_and_ship(s, pid, tid, cfg, probe, site, weight, sflags);
+	s->busy = 0;
+	return outcome;
 }
 
 /* ---- trace probes ---------------------------------------------------------------------- */

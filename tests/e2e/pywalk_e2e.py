@@ -37,6 +37,7 @@ SUMMARY_LABELS = (
     "rejected: read fault",
     "rejected: bad frame",
     "lost (ring buffer full)",
+    "lost (interrupted a walk)",
 )
 SUMMARY_HEAD_RE = re.compile(r"^pywalk: (\d+) perf events?, accounted as:\s*$")
 # "  LABEL   COUNT", then for some buckets what they mean: "   (other processes ...)"
