@@ -495,6 +495,23 @@ static uint32_t max_processes(const struct engine *e)
 	return running * 2 > MIN_MAX_PROCS ? (uint32_t)running * 2 : MIN_MAX_PROCS;
 }
 
+/* The processes whose threads get the sampler's perf events (and through `inherit` what
+ * they start later), or none for events on every CPU: with --all, and when
+ * PYWALK_PERF_SCOPE=cpu asks for the old way (the bench compares the two). */
+static size_t task_scope(const struct engine *e, pid_t *pids, size_t cap)
+{
+	const char *scope = getenv("PYWALK_PERF_SCOPE");
+	size_t n = 0;
+
+	if (e->s.all || (scope && !strcmp(scope, "cpu")))
+		return 0;
+	for (size_t i = 0; i < e->s.npids && n < cap; i++)
+		pids[n++] = e->s.pids[i];
+	if (e->launched && n < cap)
+		pids[n++] = e->child.pid;
+	return n;
+}
+
 int engine__start(struct engine *e)
 {
 	struct discover_opts dopts = { .all = e->s.all, .subprocesses = e->s.subprocesses,
@@ -518,6 +535,14 @@ int engine__start(struct engine *e)
 		e->launched = true;
 	}
 	log_hook_libbpf();
+	pid_t *scope = calloc(e->s.npids + 1, sizeof(*scope));
+
+	if (!scope) {
+		pw_err("out of memory\n");
+		return -ENOMEM;
+	}
+	size_t nscope = task_scope(e, scope, e->s.npids + 1);
+
 	e->ld = loader__open(&(struct loader_opts){ .mode = e->s.mode == CLI_MODE_OFFCPU ?
 								    LOADER_OFF_CPU :
 							    e->s.mode == CLI_MODE_WALL ?
@@ -537,13 +562,22 @@ int engine__start(struct engine *e)
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
+						    .task_pids = scope,
+						    .ntask_pids = nscope,
 						    .on_record = on_record,
 						    .ctx = e },
 			     why, sizeof(why));
+	free(scope);
 	if (!e->ld) {
 		pw_err("%s\n", why);
 		return -errno;
 	}
+	if (loader__sampled_tasks(e->ld))
+		pw_debug("perf events on the target%s %zu thread%s (and on what %s starts), not on "
+			 "every CPU\n",
+			 nscope == 1 ? "'s" : "s'", loader__sampled_tasks(e->ld),
+			 loader__sampled_tasks(e->ld) == 1 ? "" : "s",
+			 loader__sampled_tasks(e->ld) == 1 ? "it" : "they");
 	if (e->opts.attach) {
 		err = e->opts.attach(e->opts.attach_ctx, e->ld);
 		if (err)
