@@ -514,6 +514,27 @@ static void warn_costly_rate(const struct engine *e)
 		e->s.all ? "every CPU" : "each CPU that runs the target", SAMPLE_COST_NS / 1000);
 }
 
+/* The ring buffer holds what arrives while pywalk is late to read it (the program wakes it
+ * every 50 ms, or once 1 MiB waits); userspace maps it twice, so its size is RSS. A
+ * quarter of a second of 1 KiB samples (a 64-frame stack) from every CPU at -F, within
+ * 4-8 MiB; --all keeps the most (a host's processes at once). What does not fit is counted
+ * as lost. */
+#define RING_MIN_BYTES (4u << 20)
+#define RING_MAX_BYTES (8u << 20)
+
+static uint32_t ring_bytes(const struct engine *e)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t need = (uint64_t)(cpus > 0 ? cpus : 1) * e->s.frequency_hz * 1024 / 4;
+	uint32_t ring = RING_MIN_BYTES;
+
+	if (e->s.all)
+		return RING_MAX_BYTES;
+	while (ring < need && ring < RING_MAX_BYTES)
+		ring <<= 1;
+	return ring;
+}
+
 /* The processes whose threads get the sampler's perf events (and through `inherit` what
  * they start later), or none for events on every CPU: with --all, and when
  * PYWALK_PERF_SCOPE=cpu asks for the old way (the bench compares the two). */
@@ -584,6 +605,7 @@ int engine__start(struct engine *e)
 						    .aggregate_entries = e->opts.aggregate_entries,
 						    .task_pids = scope,
 						    .ntask_pids = nscope,
+						    .ring_bytes = ring_bytes(e),
 						    .on_record = on_record,
 						    .ctx = e },
 			     why, sizeof(why));

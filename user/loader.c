@@ -119,6 +119,8 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->print_args = opts->print_args;
 	ld->skel->rodata->gil_wanted = opts->gil;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	if (opts->ring_bytes)
+		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
 	/* trace's syscall probes attach only when asked: on every syscall of the host
 	 * otherwise (the other probe programs have no target to auto-attach to) */
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
@@ -315,7 +317,7 @@ int loader__poll(struct loader *ld, int timeout_ms)
 		n = 0;
 	if (n < 0)
 		return n;
-	/* the program wakes us at most every 10 ms per CPU: take what came in quietly too */
+	/* the program wakes us at most every 50 ms per CPU: take what came in quietly too */
 	m = ring_buffer__consume(ld->rb);
 	return m < 0 ? m : n + m;
 }

@@ -39,6 +39,7 @@ struct loader_opts {
 	 * (perf_events.h), or on every CPU when none are given or they have too many */
 	const pid_t *task_pids;
 	size_t ntask_pids;
+	uint32_t ring_bytes; /* the ring buffer (a power of 2, mapped twice: RSS); 0: 8 MiB */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
 	int (*on_record)(void *ctx, const void *data, size_t size);
 	void *ctx;
