@@ -11,9 +11,12 @@ events are opened on the target's threads with `inherit`, not on every CPU.
   events: "not a target process" is 0 (the bystander never took the sampling interrupt);
   with PYWALK_PERF_SCOPE=cpu (per-CPU events, the old way) the same run counts the
   bystander's samples there.
+* No /proc reads per loop turn: under strace, the /proc paths pywalk opens are the same
+  for 1 s and for 4 s of sampling.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -81,3 +84,26 @@ def test_bystander_takes_no_sampling_interrupt(pywalk, interp, start_target, out
     assert task["not a target process"] == 0, stderr
     cpu, stderr = bystander_run(pywalk, start_target, interp, out_path, "cpu")
     assert cpu["not a target process"] >= HZ // 2, stderr
+
+
+def proc_opens(pywalk, pid, seconds, tmp_path):
+    """Paths under /proc that `pywalk record -p PID -d SECONDS` opens, from strace."""
+    log = tmp_path / ("strace-%d.txt" % seconds)
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(log),
+                        pywalk, "record", "-p", str(pid), "-F", str(HZ), "-d", "%ds" % seconds,
+                        "-o", "/dev/null"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return sorted(l.split('"')[1] for l in log.read_text().splitlines()
+                  if '"/proc/' in l)
+
+
+@pytest.mark.core_only
+def test_no_proc_reads_while_sampling(pywalk, interp, start_target, tmp_path):
+    """What pywalk opens under /proc is the same for 1 s and for 4 s of sampling: nothing
+    per loop turn (target liveness comes from the kernel's exit records)."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed (apt-get install strace)")
+    t = start_target(interp)
+    short, long = proc_opens(pywalk, t.pid, 1, tmp_path), proc_opens(pywalk, t.pid, 4, tmp_path)
+    assert short and long == short, "1 s: %s\n4 s: %s" % (short, long)
