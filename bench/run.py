@@ -680,7 +680,8 @@ def section_aggregator(cfg, interps):
                     [cfg.pywalk, "record", "-p", ",".join(map(str, pids)), "-F", str(hz),
                      "-d", "%ds" % dur, "-o", folded],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                wait_attached(tool, 1)
+                # a loaded machine can take many seconds per BPF syscall at load
+                wait_attached(tool, 1, timeout=180)
                 # CPU spent loading and verifying the program is start-up, not aggregation
                 cpu_at_attach = task_cpu_ns(tool.pid)
                 t_attach = time.monotonic()
@@ -731,7 +732,7 @@ def progress_of(p):
 def section_bystander(cfg, interps):
     py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
     secs = 1 if cfg.quick else 4
-    rounds = 2 if cfg.quick else 8
+    rounds = 2 if cfg.quick else cfg.bystander_rounds
     cpu = NCPUS - 1
     rates = (999, 19999)
     out = {"interp": py.label if py else None, "seconds": secs, "cpu": cpu, "rates": [],
@@ -756,7 +757,7 @@ def section_bystander(cfg, interps):
                              "-d", "%ds" % (secs + 10), "-o", "/dev/null"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
-                        wait_attached(tool, 1, on_attach=lambda: attach_cpu.append(
+                        wait_attached(tool, 1, timeout=180, on_attach=lambda: attach_cpu.append(
                             task_cpu_ns(profiled.pid)))
                     a0, c0 = progress_of(profiled), progress_of(control)
                     time.sleep(secs)
@@ -1362,6 +1363,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
     ap.add_argument("--sections", default="1,2,3,5,6,7,8",
                     help="comma list of 1,2,3,5,6,7,8 (4 rides on 2)")
+    ap.add_argument("--bystander-rounds", type=int, default=8,
+                    help="rounds of each variant and rate in section 8")
     ap.add_argument("--agent-seconds", type=int, default=300,
                     help="length of each agent run in section 5")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")

@@ -615,11 +615,11 @@ int engine__start(struct engine *e)
 		return -errno;
 	}
 	if (loader__sampled_tasks(e->ld))
-		pw_debug("perf events on the target%s %zu thread%s (and on what %s starts), not on "
-			 "every CPU\n",
+		pw_debug("perf events on the target%s %zu thread%s (and on what %s), not on every "
+			 "CPU\n",
 			 nscope == 1 ? "'s" : "s'", loader__sampled_tasks(e->ld),
 			 loader__sampled_tasks(e->ld) == 1 ? "" : "s",
-			 loader__sampled_tasks(e->ld) == 1 ? "it" : "they");
+			 loader__sampled_tasks(e->ld) == 1 ? "it starts" : "they start");
 	if (e->opts.attach) {
 		err = e->opts.attach(e->opts.attach_ctx, e->ld);
 		if (err)
