@@ -175,6 +175,25 @@ def wait_attached(tool, want_fds, timeout=30.0, on_attach=None):
     raise RuntimeError("profiler did not attach within %.0f s" % timeout)
 
 
+def wait_peak_rss(pid):
+    """wait4 the process, reading its VmHWM every 20 ms meanwhile: (status, rusage, peak RSS
+    in kB). ru_maxrss is no measure of a child of this harness: exec keeps the high-water
+    mark of the memory it replaced, which a vfork child shares with the (larger) parent."""
+    peak = 0
+    while True:
+        got, status, ru = os.wait4(pid, os.WNOHANG)
+        if got:
+            return status, ru, peak
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.02)
+
+
 def task_cpu_ns(pid):
     """CPU time of all threads of pid in ns, from schedstat (ns resolution)."""
     total = 0
@@ -685,7 +704,7 @@ def section_aggregator(cfg, interps):
                 # CPU spent loading and verifying the program is start-up, not aggregation
                 cpu_at_attach = task_cpu_ns(tool.pid)
                 t_attach = time.monotonic()
-                _, status, ru = os.wait4(tool.pid, 0)
+                status, ru, peak_kb = wait_peak_rss(tool.pid)
                 t_end = time.monotonic()
                 stderr = tool.stderr.read()
                 tool.returncode = os.waitstatus_to_exitcode(status)
@@ -701,12 +720,13 @@ def section_aggregator(cfg, interps):
                      "cpu_ns": cpu_ns, "startup_cpu_ns": cpu_at_attach,
                      "cpu_ns_per_100k": cpu_ns / shipped * 1e5 if shipped else None,
                      "core_pct": cpu_ns / 1e9 / window * 100,
-                     "peak_rss_kb": ru.ru_maxrss, "lost": summ.get("lost (ring buffer full)"),
+                     "peak_rss_kb": peak_kb, "ru_maxrss_kb": ru.ru_maxrss,
+                     "lost": summ.get("lost (ring buffer full)"),
                      "distinct_stacks": len(stacks), "summary": summ,
                      "attach_s": t_attach - t0}
                 out["scenarios"].append(d)
                 log("aggregator %s @%d Hz: %.0f samples/s, %.2f%% core, %d kB, lost %s" %
-                    (name, hz, d["samples_per_s"], d["core_pct"], ru.ru_maxrss, d["lost"]))
+                    (name, hz, d["samples_per_s"], d["core_pct"], peak_kb, d["lost"]))
             except Exception as e:  # noqa: BLE001
                 out["errors"].append("%s: %s" % (name, e))
                 log("aggregator %s failed: %s" % (name, e))
@@ -857,7 +877,7 @@ def section_agent(cfg, interps):
                         out["errors"].append("scrape at %d Hz: %s" % (hz, e))
                     rss.append((time.monotonic() - t_attach, rss_kb(tool.pid)))
                 tool.send_signal(signal.SIGTERM)
-                _, status, ru = os.wait4(tool.pid, 0)
+                status, ru, peak_kb = wait_peak_rss(tool.pid)
                 t_end = time.monotonic()
                 stderr = tool.stderr.read()
                 tool.returncode = os.waitstatus_to_exitcode(status)
@@ -869,7 +889,7 @@ def section_agent(cfg, interps):
                 window = t_end - t_attach
                 run = {"hz": hz, "cpu_ns": cpu_ns, "window_s": window,
                        "core_pct": cpu_ns / 1e9 / window * 100,
-                       "startup_cpu_ns": cpu_at_attach, "peak_rss_kb": ru.ru_maxrss,
+                       "startup_cpu_ns": cpu_at_attach, "peak_rss_kb": peak_kb,
                        "rss_end_kb": rss[-1][1] if rss else None, "rss": rss,
                        "shipped": summ.get("shipped", 0),
                        "lost": summ.get("lost (ring buffer full)"),
@@ -878,7 +898,7 @@ def section_agent(cfg, interps):
                        "scrapes": scrapes}
                 out["runs"].append(run)
                 log("agent %d processes @%d Hz: %.2f%% core, peak %d kB, %d files, %d shipped" %
-                    (nproc, hz, run["core_pct"], ru.ru_maxrss, len(files), run["shipped"]))
+                    (nproc, hz, run["core_pct"], peak_kb, len(files), run["shipped"]))
             except Exception as e:  # noqa: BLE001
                 out["errors"].append("agent @%d Hz: %s" % (hz, e))
                 log("agent @%d Hz failed: %s" % (hz, e))
