@@ -635,6 +635,12 @@ int engine__start(struct engine *e)
 			return err;
 		}
 	}
+	/* the named processes' configs are in place: their own events may fire now */
+	err = loader__start_sampler(e->ld);
+	if (err) {
+		pw_err("cannot start the perf events: %s\n", strerror(-err));
+		return err;
+	}
 	if (e->s.all) {
 		err = discover__scan(e->disc, now_ns());
 		if (err) {

@@ -304,6 +304,11 @@ int loader__follow(struct loader *ld, pid_t pid, bool children)
 	return 0;
 }
 
+int loader__start_sampler(struct loader *ld)
+{
+	return ld->sampler.tasks ? perf_events__enable(&ld->sampler) : 0;
+}
+
 size_t loader__sampled_tasks(const struct loader *ld)
 {
 	return ld->sampler.tasks;

@@ -58,6 +58,9 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target);
  * whether or not it is sampled. */
 int loader__follow(struct loader *ld, pid_t pid, bool children);
 
+/* Per-task sampler events are opened stopped: start them once the targets are added (per-CPU
+ * ones run from the open). 0 or a negative errno. */
+int loader__start_sampler(struct loader *ld);
 /* Threads the sampler's events were opened on; 0 when they are per CPU. */
 size_t loader__sampled_tasks(const struct loader *ld);
 

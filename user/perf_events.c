@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -131,6 +132,9 @@ int perf_events__open_tasks(struct perf_events *pe, const struct perf_event_attr
 
 	/* threads and processes the task creates from now on carry the event */
 	a.inherit = 1;
+	/* off until the targets' configs are in place (perf_events__enable): a sample before
+	 * that would count as "not a target process" */
+	a.disabled = 1;
 	/* A thread created by one whose event is open inherits it; one created before that,
 	 * after the listing, did not, and shows in the next listing. */
 	for (int pass = 0; !err && pass < MAX_PASSES; pass++) {
@@ -169,6 +173,15 @@ int perf_events__open_tasks(struct perf_events *pe, const struct perf_event_attr
 	if (err)
 		perf_events__close(pe);
 	return err;
+}
+
+int perf_events__enable(struct perf_events *pe)
+{
+	/* enabling an event enables the copies its task's children inherited meanwhile */
+	for (size_t i = 0; i < pe->n; i++)
+		if (ioctl(pe->ev[i].fd, PERF_EVENT_IOC_ENABLE, 0) && errno != ESRCH)
+			return -errno;
+	return 0;
 }
 
 void perf_events__close(struct perf_events *pe)

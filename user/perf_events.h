@@ -34,11 +34,14 @@ int perf_events__open_cpus(struct perf_events *pe, const struct perf_event_attr 
 			   int ncpus, struct bpf_program *prog, uint64_t cookie, char *why,
 			   size_t why_size);
 /* Open `attr` with inherit on every thread of each of `pids` (listing them again until no
- * new one appears) and attach `prog` to each. -E2BIG (nothing left open) when they have more
- * than `max_tasks` threads; another negative errno with a sentence in `why`. */
+ * new one appears) and attach `prog` to each, disabled until perf_events__enable. -E2BIG
+ * (nothing left open) when they have more than `max_tasks` threads; another negative errno
+ * with a sentence in `why`. */
 int perf_events__open_tasks(struct perf_events *pe, const struct perf_event_attr *attr,
 			    const pid_t *pids, size_t npids, size_t max_tasks,
 			    struct bpf_program *prog, uint64_t cookie, char *why, size_t why_size);
+/* Start the events opened disabled (and their inherited copies). 0 or a negative errno. */
+int perf_events__enable(struct perf_events *pe);
 /* Detach and close everything; pe can be opened again. */
 void perf_events__close(struct perf_events *pe);
 void perf_events__free(struct perf_events *pe);
