@@ -517,8 +517,9 @@ static void warn_costly_rate(const struct engine *e)
 /* The ring buffer holds what arrives while pywalk is late to read it (the program wakes it
  * every 50 ms, or once 1 MiB waits); userspace maps it twice, so its size is RSS. A
  * quarter of a second of 1 KiB samples (a 64-frame stack) from every CPU at -F, within
- * 4-8 MiB; --all (a host's processes at once) and off-CPU time (a record per switch-out,
- * at whatever rate the targets switch) keep the most. What does not fit is counted as lost. */
+ * 4-8 MiB; --all (a host's processes at once), off-CPU time (a record per switch-out) and
+ * trace's probes (a record per hit) keep the most: their rates are not -F's. What does not
+ * fit is counted as lost. */
 #define RING_MIN_BYTES (4u << 20)
 #define RING_MAX_BYTES (8u << 20)
 
@@ -528,7 +529,7 @@ static uint32_t ring_bytes(const struct engine *e)
 	uint64_t need = (uint64_t)(cpus > 0 ? cpus : 1) * e->s.frequency_hz * 1024 / 4;
 	uint32_t ring = RING_MIN_BYTES;
 
-	if (e->s.all || e->s.mode != CLI_MODE_CPU)
+	if (e->s.all || e->s.mode != CLI_MODE_CPU || e->opts.no_sampler)
 		return RING_MAX_BYTES;
 	while (ring < need && ring < RING_MAX_BYTES)
 		ring <<= 1;
