@@ -12,6 +12,8 @@
      tracepoint hit from a 10-frame Python stack, beside bpftrace's `@[ustack] = count()`
      on the same probe, as the extra CPU time of the thread that makes the calls (the
      probe runs in that thread) and the tracer's own CPU time per hit.
+  8. Who pays the sampling interrupt: two copies of a counter loop time-sliced on one CPU,
+     one profiled, one the control, with per-CPU and with per-task perf events.
 
 Benchmarks are measurements: a slow or noisy machine changes the figures, never the exit
 status. The exit status is non-zero only when the harness itself broke (a section produced
@@ -156,19 +158,40 @@ def perf_fds(pid):
     return n
 
 
-def wait_attached(tool, want_fds, timeout=30.0):
+def wait_attached(tool, want_fds, timeout=30.0, on_attach=None):
     """A profiler is sampling once its perf events exist (then a short margin for the
-    last setup steps). Returns the time it took."""
+    last setup steps; on_attach() is called before it). Returns the time it took."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if tool.poll() is not None:
             raise RuntimeError("profiler exited before it attached: %s" %
                                (tool.stderr.read()[-500:] if tool.stderr else ""))
         if perf_fds(tool.pid) >= want_fds:
+            if on_attach:
+                on_attach()
             time.sleep(0.2)
             return time.monotonic() - t0
         time.sleep(0.01)
     raise RuntimeError("profiler did not attach within %.0f s" % timeout)
+
+
+def wait_peak_rss(pid):
+    """wait4 the process, reading its VmHWM every 20 ms meanwhile: (status, rusage, peak RSS
+    in kB). ru_maxrss is no measure of a child of this harness: exec keeps the high-water
+    mark of the memory it replaced, which a vfork child shares with the (larger) parent."""
+    peak = 0
+    while True:
+        got, status, ru = os.wait4(pid, os.WNOHANG)
+        if got:
+            return status, ru, peak
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.02)
 
 
 def task_cpu_ns(pid):
@@ -575,7 +598,8 @@ class Tool:
             if tool.poll() is not None:
                 raise RuntimeError("austin exited: %s" % tool.stderr.read()[-300:])
         else:
-            wait_attached(tool, NCPUS if self.kind in ("pywalk", "empty") else 1)
+            # pywalk -p opens its events on the target's threads; the empty program per CPU
+            wait_attached(tool, NCPUS if self.kind == "empty" else 1)
         return tool, out
 
     def finish(self, tool, out, pid):
@@ -760,11 +784,12 @@ def section_aggregator(cfg, interps):
                     [cfg.pywalk, "record", "-p", ",".join(map(str, pids)), "-F", str(hz),
                      "-d", "%ds" % dur, "-o", folded],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                wait_attached(tool, NCPUS)
+                # a loaded machine can take many seconds per BPF syscall at load
+                wait_attached(tool, 1, timeout=180)
                 # CPU spent loading and verifying the program is start-up, not aggregation
                 cpu_at_attach = task_cpu_ns(tool.pid)
                 t_attach = time.monotonic()
-                _, status, ru = os.wait4(tool.pid, 0)
+                status, ru, peak_kb = wait_peak_rss(tool.pid)
                 t_end = time.monotonic()
                 stderr = tool.stderr.read()
                 tool.returncode = os.waitstatus_to_exitcode(status)
@@ -780,12 +805,13 @@ def section_aggregator(cfg, interps):
                      "cpu_ns": cpu_ns, "startup_cpu_ns": cpu_at_attach,
                      "cpu_ns_per_100k": cpu_ns / shipped * 1e5 if shipped else None,
                      "core_pct": cpu_ns / 1e9 / window * 100,
-                     "peak_rss_kb": ru.ru_maxrss, "lost": summ.get("lost (ring buffer full)"),
+                     "peak_rss_kb": peak_kb, "ru_maxrss_kb": ru.ru_maxrss,
+                     "lost": summ.get("lost (ring buffer full)"),
                      "distinct_stacks": len(stacks), "summary": summ,
                      "attach_s": t_attach - t0}
                 out["scenarios"].append(d)
                 log("aggregator %s @%d Hz: %.0f samples/s, %.2f%% core, %d kB, lost %s" %
-                    (name, hz, d["samples_per_s"], d["core_pct"], ru.ru_maxrss, d["lost"]))
+                    (name, hz, d["samples_per_s"], d["core_pct"], peak_kb, d["lost"]))
             except Exception as e:  # noqa: BLE001
                 out["errors"].append("%s: %s" % (name, e))
                 log("aggregator %s failed: %s" % (name, e))
@@ -795,6 +821,89 @@ def section_aggregator(cfg, interps):
                     stop(p)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+# ---- section 8: who pays the sampling interrupt ---------------------------------------------
+
+
+def progress_of(p):
+    """(iterations, thread CPU ns) of a `progress` workload, asked for with SIGUSR1."""
+    p.send_signal(signal.SIGUSR1)
+    n, cpu = p.stdout.readline().split()
+    return int(n), int(cpu)
+
+
+def section_bystander(cfg, interps):
+    py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
+    secs = 1 if cfg.quick else 4
+    rounds = 2 if cfg.quick else cfg.bystander_rounds
+    cpu = NCPUS - 1
+    rates = (999, 19999)
+    out = {"interp": py.label if py else None, "seconds": secs, "cpu": cpu, "rates": [],
+           "errors": []}
+    for hz in rates:
+        cell = {"hz": hz, "rounds": []}
+        for r in range(rounds):
+            # one pair per round, every variant in turn in shuffled order
+            variants = ["none", "cpu", "task"]
+            random.shuffle(variants)
+            for variant in variants:
+                pair, tool, attach_cpu = [], None, []
+                try:
+                    pair = [start_workload(py, ["progress", "--cpu", str(cpu)])[0]
+                            for _ in range(2)]
+                    profiled, control = pair
+                    time.sleep(0.3)  # both running and time-sliced
+                    if variant != "none":
+                        env = dict(os.environ, PYWALK_PERF_SCOPE=variant)
+                        tool = subprocess.Popen(
+                            [cfg.pywalk, "record", "-p", str(profiled.pid), "-F", str(hz),
+                             "-d", "%ds" % (secs + 10), "-o", "/dev/null"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+                        wait_attached(tool, 1, timeout=180, on_attach=lambda: attach_cpu.append(
+                            task_cpu_ns(profiled.pid)))
+                    a0, c0 = progress_of(profiled), progress_of(control)
+                    time.sleep(secs)
+                    a1, c1 = progress_of(profiled), progress_of(control)
+                    shipped = sampled_cpu_ns = None
+                    if tool:
+                        stop(tool, signal.SIGINT)
+                        sampled_cpu_ns = task_cpu_ns(profiled.pid) - attach_cpu[0]
+                        shipped = pywalk_summary(tool.stderr.read()).get("shipped", 0)
+                    cell["rounds"].append({
+                        "shipped": shipped, "sampled_cpu_ns": sampled_cpu_ns,
+                        "variant": variant, "round": r,
+                        "profiled": a1[0] - a0[0], "control": c1[0] - c0[0],
+                        "profiled_cpu_ns": a1[1] - a0[1], "control_cpu_ns": c1[1] - c0[1],
+                        "ratio": (a1[0] - a0[0]) / max(c1[0] - c0[0], 1)})
+                except Exception as e:  # noqa: BLE001
+                    out["errors"].append("bystander %s @%d Hz: %s" % (variant, hz, e))
+                    log("bystander %s @%d Hz failed: %s" % (variant, hz, e))
+                finally:
+                    stop(tool, signal.SIGINT)
+                    for p in pair:
+                        stop(p)
+        med = {}
+        for variant in ("none", "cpu", "task"):
+            rs = [x["ratio"] for x in cell["rounds"] if x["variant"] == variant]
+            cell[variant] = ratio_stats(rs)
+            med[variant] = cell[variant].get("median")
+            # samples of the profiled copy per second of its CPU time while sampled
+            got = [x for x in cell["rounds"] if x["variant"] == variant and x["shipped"]]
+            if got:
+                cell[variant]["samples_per_cpu_s"] = statistics.median(
+                    x["shipped"] / (x["sampled_cpu_ns"] / 1e9) for x in got)
+        if all(med.values()):
+            # task: the control has no event, so the ratio is the target's own slowdown;
+            # cpu: the control takes the interrupt too, and what the profiled copy pays on
+            # top of it is the same walk as with task, so the control's share is the rest
+            cell["target_slowdown"] = 1 - med["task"] / med["none"]
+            cell["bystander_slowdown_cpu"] = 1 - med["task"] / med["cpu"]
+        out["rates"].append(cell)
+        log("bystander @%d Hz: ratios none %s, cpu %s, task %s" % (
+            hz, fmt(med["none"], "%.4f"), fmt(med["cpu"], "%.4f"), fmt(med["task"], "%.4f")))
     return out
 
 
@@ -853,7 +962,7 @@ def section_agent(cfg, interps):
                         out["errors"].append("scrape at %d Hz: %s" % (hz, e))
                     rss.append((time.monotonic() - t_attach, rss_kb(tool.pid)))
                 tool.send_signal(signal.SIGTERM)
-                _, status, ru = os.wait4(tool.pid, 0)
+                status, ru, peak_kb = wait_peak_rss(tool.pid)
                 t_end = time.monotonic()
                 stderr = tool.stderr.read()
                 tool.returncode = os.waitstatus_to_exitcode(status)
@@ -865,7 +974,7 @@ def section_agent(cfg, interps):
                 window = t_end - t_attach
                 run = {"hz": hz, "cpu_ns": cpu_ns, "window_s": window,
                        "core_pct": cpu_ns / 1e9 / window * 100,
-                       "startup_cpu_ns": cpu_at_attach, "peak_rss_kb": ru.ru_maxrss,
+                       "startup_cpu_ns": cpu_at_attach, "peak_rss_kb": peak_kb,
                        "rss_end_kb": rss[-1][1] if rss else None, "rss": rss,
                        "shipped": summ.get("shipped", 0),
                        "lost": summ.get("lost (ring buffer full)"),
@@ -874,7 +983,7 @@ def section_agent(cfg, interps):
                        "scrapes": scrapes}
                 out["runs"].append(run)
                 log("agent %d processes @%d Hz: %.2f%% core, peak %d kB, %d files, %d shipped" %
-                    (nproc, hz, run["core_pct"], ru.ru_maxrss, len(files), run["shipped"]))
+                    (nproc, hz, run["core_pct"], peak_kb, len(files), run["shipped"]))
             except Exception as e:  # noqa: BLE001
                 out["errors"].append("agent @%d Hz: %s" % (hz, e))
                 log("agent @%d Hz failed: %s" % (hz, e))
@@ -1180,6 +1289,36 @@ def render(res):
                 "%.0f (%.0f - %.0f)" % (statistics.median(ns), ns[0], ns[-1]) if ns else "–"))
         L.append("")
 
+    s8 = res.get("bystander")
+    if s8 and s8["rates"]:
+        L.append("## 8. Who pays the sampling interrupt")
+        L.append("")
+        L.append("Two copies of `bench/workload.py progress` (%s, a counter loop) pinned to CPU %d, "
+                 "time-sliced against each other; one is profiled (`record -p`), the other is "
+                 "the control; %d s per round, the variants (no pywalk, per-CPU events as before "
+                 "(`PYWALK_PERF_SCOPE=cpu`), per-task events, the default) in shuffled order each "
+                 "round. The ratio is the profiled copy's progress over the control's. With "
+                 "per-task events the control has no event: the ratio is the target's own "
+                 "slowdown. With per-CPU events the control takes the interrupt as well; its "
+                 "slowdown is what the per-CPU ratio lacks against the per-task one." % (
+                     s8["interp"], s8["cpu"], s8["seconds"]))
+        L.append("")
+        L.append("| -F | rounds | ratio, no pywalk | ratio, per-CPU events | ratio, per-task events | target samples per CPU-s, per-CPU / per-task | target slowdown | bystander slowdown, per-CPU | bystander slowdown, per-task |")
+        L.append("|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for c in s8["rates"]:
+            def rs(v):
+                st = c.get(v) or {}
+                return ("%.4f (IQR %.4f - %.4f)" % (st["median"], st["q1"], st["q3"])
+                        if st else "–")
+            L.append("| %d | %d | %s | %s | %s | %s / %s | %s | %s | 0 (no event on it) |" % (
+                c["hz"], len(c["rounds"]) // 3, rs("none"), rs("cpu"), rs("task"),
+                fmt((c.get("cpu") or {}).get("samples_per_cpu_s")),
+                fmt((c.get("task") or {}).get("samples_per_cpu_s")),
+                fmt(c.get("target_slowdown") and c["target_slowdown"] * 100, "%+.2f%%"),
+                fmt(c.get("bystander_slowdown_cpu") and c["bystander_slowdown_cpu"] * 100,
+                    "%+.2f%%")))
+        L.append("")
+
     if s2:
         L.append("## 4. Recovery of the known time split")
         L.append("")
@@ -1349,10 +1488,10 @@ def judge(res):
             if d["hz"] < 2000 and d["cpu_ns_per_100k"]:
                 # scaled to exactly 1,000 samples/s: a busy machine gives the target less CPU
                 at1k = d["cpu_ns_per_100k"] / 1e5 * 1000 / 1e9 * 100
-                rows.append({"target": "aggregator ≤ 1% of a core at 1,000 samples/s",
+                rows.append({"target": "aggregator ≤ 0.5% of a core at 1,000 samples/s",
                              "measured": "%.2f%% scaled to 1,000/s (%.2f%% at %.0f samples/s)" % (
                                  at1k, d["core_pct"], d["samples_per_s"]),
-                             "verdict": "met" if at1k <= 1 else "missed"})
+                             "verdict": "met" if at1k <= 0.5 else "missed"})
         if s3["scenarios"]:
             rss = max(d["peak_rss_kb"] for d in s3["scenarios"]) / 1024
             rows.append({"target": "aggregator ≤ 30 MB RSS", "measured": "%.1f MB peak" % rss,
@@ -1384,8 +1523,10 @@ def main():
     ap.add_argument("--pywalk", default=os.path.join(ROOT, "build", "pywalk"))
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
-    ap.add_argument("--sections", default="1,2,3,5,6,7",
-                    help="comma list of 1,2,3,5,6,7 (4 rides on 2)")
+    ap.add_argument("--sections", default="1,2,3,5,6,7,8",
+                    help="comma list of 1,2,3,5,6,7,8 (4 rides on 2)")
+    ap.add_argument("--bystander-rounds", type=int, default=8,
+                    help="rounds of each variant and rate in section 8")
     ap.add_argument("--agent-seconds", type=int, default=300,
                     help="length of each agent run in section 5")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")
@@ -1414,7 +1555,9 @@ def main():
              ("3", "aggregator", section_aggregator, lambda r: r["scenarios"]),
              ("5", "agent", section_agent, lambda r: r["runs"]),
              ("6", "offcpu", section_offcpu, lambda r: r["pairs"]),
-             ("7", "probe", section_probe, lambda r: r["tools"]))
+             ("7", "probe", section_probe, lambda r: r["tools"]),
+             ("8", "bystander", section_bystander,
+              lambda r: any(c.get("target_slowdown") is not None for c in r["rates"])))
     for number, key, run, has_figures in table:
         if number not in sections:
             continue

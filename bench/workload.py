@@ -7,6 +7,8 @@
 #   depth  --depth D          D Python frames deep, then spins in place forever: the frame
 #                             chain does not change while it spins (no Python calls)
 #   stacks --stacks 1000      cycles through 1,000 distinct 5-frame stacks until killed
+#   progress --cpu C          pinned to CPU C, counts loop iterations for ever; each SIGUSR1
+#                             prints "ITERATIONS THREAD_CPU_NS" (the paired bystander bench)
 #   calls  --calls N          10 Python frames deep, prints "ready PID", waits for a line
 #                             on stdin, calls os.getpid() N times (a probe hit each) and
 #                             prints "done NS", the thread CPU time of those calls
@@ -169,6 +171,21 @@ def run_switches(seconds, depth):
     say(json.dumps({"rounds": n, "seconds": time.monotonic() - t0}))
 
 
+def run_progress(cpu):
+    """A counter that only advances while this process runs: two copies pinned to one CPU
+    share it evenly, so the ratio of their counts is what the sampling cost each of them."""
+    import signal
+
+    os.sched_setaffinity(0, {cpu})
+    n = [0]
+    signal.signal(signal.SIGUSR1, lambda *_: say("%d %d" % (n[0], time.thread_time_ns())))
+    say("ready %d" % os.getpid())
+    while True:
+        for _ in range(10000):
+            pass
+        n[0] += 1
+
+
 def say(line):
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -186,6 +203,8 @@ def main():
         run_depth(arg("--depth", 100))
     elif mode == "switches":
         run_switches(arg("--seconds", 3), arg("--depth", 10))
+    elif mode == "progress":
+        run_progress(arg("--cpu", 0))
     elif mode == "calls":
         run_calls(arg("--calls", 100000))
     elif mode == "stacks":
@@ -199,7 +218,8 @@ def main():
         if "--linger" in sys.argv:
             idle_wait(sys.stdin.read)
     else:
-        raise SystemExit("workload: unknown mode %r (split, depth, stacks, calls)" % mode)
+        raise SystemExit("workload: unknown mode %r (split, depth, stacks, calls, progress)"
+                         % mode)
 
 
 if __name__ == "__main__":

@@ -495,6 +495,64 @@ static uint32_t max_processes(const struct engine *e)
 	return running * 2 > MIN_MAX_PROCS ? (uint32_t)running * 2 : MIN_MAX_PROCS;
 }
 
+/* What one sample costs the CPU it lands on, measured by the bench on a 2-CPU VM: the
+ * sampling interrupt itself (an empty program on the same events: +13-16 % at 20 kHz, about
+ * 7 us) and the walk of a 10-frame stack (bench section 1: 5-9 us). */
+#define SAMPLE_COST_NS 12000u
+/* Above this share of a CPU the rate is a cost felt machine-wide: said once at start. */
+#define WARN_COST_PCT 5u
+
+static void warn_costly_rate(const struct engine *e)
+{
+	uint64_t pct = (uint64_t)e->s.frequency_hz * SAMPLE_COST_NS / 10000000u;
+
+	if (e->opts.no_sampler || e->s.mode == CLI_MODE_OFFCPU || pct < WARN_COST_PCT)
+		return;
+	pw_warn("-F %u costs about %llu%% of %s (%u µs a sample: the interrupt and a "
+		"10-frame walk)\n",
+		e->s.frequency_hz, (unsigned long long)pct,
+		e->s.all ? "every CPU" : "each CPU that runs the target", SAMPLE_COST_NS / 1000);
+}
+
+/* The ring buffer holds what arrives while pywalk is late to read it (the program wakes it
+ * every 50 ms, or once 1 MiB waits); userspace maps it twice, so its size is RSS. A
+ * quarter of a second of 1 KiB samples (a 64-frame stack) from every CPU at -F, within
+ * 4-8 MiB; --all (a host's processes at once), off-CPU time (a record per switch-out) and
+ * trace's probes (a record per hit) keep the most: their rates are not -F's. What does not
+ * fit is counted as lost. */
+#define RING_MIN_BYTES (4u << 20)
+#define RING_MAX_BYTES (8u << 20)
+
+static uint32_t ring_bytes(const struct engine *e)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t need = (uint64_t)(cpus > 0 ? cpus : 1) * e->s.frequency_hz * 1024 / 4;
+	uint32_t ring = RING_MIN_BYTES;
+
+	if (e->s.all || e->s.mode != CLI_MODE_CPU || e->opts.no_sampler)
+		return RING_MAX_BYTES;
+	while (ring < need && ring < RING_MAX_BYTES)
+		ring <<= 1;
+	return ring;
+}
+
+/* The processes whose threads get the sampler's perf events (and through `inherit` what
+ * they start later), or none for events on every CPU: with --all, and when
+ * PYWALK_PERF_SCOPE=cpu asks for the old way (the bench compares the two). */
+static size_t task_scope(const struct engine *e, pid_t *pids, size_t cap)
+{
+	const char *scope = getenv("PYWALK_PERF_SCOPE");
+	size_t n = 0;
+
+	if (e->s.all || (scope && !strcmp(scope, "cpu")))
+		return 0;
+	for (size_t i = 0; i < e->s.npids && n < cap; i++)
+		pids[n++] = e->s.pids[i];
+	if (e->launched && n < cap)
+		pids[n++] = e->child.pid;
+	return n;
+}
+
 int engine__start(struct engine *e)
 {
 	struct discover_opts dopts = { .all = e->s.all, .subprocesses = e->s.subprocesses,
@@ -518,6 +576,15 @@ int engine__start(struct engine *e)
 		e->launched = true;
 	}
 	log_hook_libbpf();
+	warn_costly_rate(e);
+	pid_t *scope = calloc(e->s.npids + 1, sizeof(*scope));
+
+	if (!scope) {
+		pw_err("out of memory\n");
+		return -ENOMEM;
+	}
+	size_t nscope = task_scope(e, scope, e->s.npids + 1);
+
 	e->ld = loader__open(&(struct loader_opts){ .mode = e->s.mode == CLI_MODE_OFFCPU ?
 								    LOADER_OFF_CPU :
 							    e->s.mode == CLI_MODE_WALL ?
@@ -537,13 +604,23 @@ int engine__start(struct engine *e)
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
+						    .task_pids = scope,
+						    .ntask_pids = nscope,
+						    .ring_bytes = ring_bytes(e),
 						    .on_record = on_record,
 						    .ctx = e },
 			     why, sizeof(why));
+	free(scope);
 	if (!e->ld) {
 		pw_err("%s\n", why);
 		return -errno;
 	}
+	if (loader__sampled_tasks(e->ld))
+		pw_debug("perf events on the target%s %zu thread%s (and on what %s), not on every "
+			 "CPU\n",
+			 nscope == 1 ? "'s" : "s'", loader__sampled_tasks(e->ld),
+			 loader__sampled_tasks(e->ld) == 1 ? "" : "s",
+			 loader__sampled_tasks(e->ld) == 1 ? "it starts" : "they start");
 	if (e->opts.attach) {
 		err = e->opts.attach(e->opts.attach_ctx, e->ld);
 		if (err)
@@ -558,6 +635,12 @@ int engine__start(struct engine *e)
 			pw_err("%s\n", why[0] ? why : strerror(-err));
 			return err;
 		}
+	}
+	/* the named processes' configs are in place: their own events may fire now */
+	err = loader__start_sampler(e->ld);
+	if (err) {
+		pw_err("cannot start the perf events: %s\n", strerror(-err));
+		return err;
 	}
 	if (e->s.all) {
 		err = discover__scan(e->disc, now_ns());

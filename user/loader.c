@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* libbpf skeleton wiring: one perf event per online CPU, the ring buffer consumer and the
- * maps userspace writes (procs) or reads (outcomes). */
+/* libbpf skeleton wiring: the sampler's perf events (per CPU, or per thread of the targets),
+ * the ring buffer consumer and the maps userspace writes (procs) or reads (outcomes). */
 #include <errno.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
@@ -14,20 +14,19 @@
 #include <bpf/libbpf.h>
 
 #include "loader.h"
+#include "perf_events.h"
 #include "util.h"
 #include "pywalk.skel.h"
 
 struct loader {
 	struct pywalk_bpf *skel;
-	struct bpf_link **links;
-	int *pfds;
+	struct perf_events sampler;
 	int ncpus;
 	struct ring_buffer *rb;
 	struct loader_opts opts;
 	struct bpf_link **probe_links; /* trace's probes */
 	size_t nprobe_links, probe_links_cap;
-	int *probe_pfds;
-	size_t nprobe_pfds, probe_pfds_cap;
+	struct perf_events probe_events; /* trace's software and hardware events */
 };
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -60,13 +59,7 @@ static int perf_attr_for(const char *event, uint32_t freq, struct perf_event_att
 
 static void set_why(char *why, size_t why_size, const char *what, int err)
 {
-	if (err == -EPERM || err == -EACCES)
-		snprintf(why, why_size,
-			 "%s: permission denied (run as root, or grant CAP_BPF, CAP_PERFMON and "
-			 "CAP_SYS_PTRACE)",
-			 what);
-	else
-		snprintf(why, why_size, "%s: %s", what, strerror(-err));
+	perf_events_why(why, why_size, what, err);
 }
 
 /* --aggregate's maps: sized as asked, or to nothing when off (a counts map is
@@ -126,6 +119,8 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->print_args = opts->print_args;
 	ld->skel->rodata->gil_wanted = opts->gil;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	if (opts->ring_bytes)
+		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
 	/* trace's syscall probes attach only when asked: on every syscall of the host
 	 * otherwise (the other probe programs have no target to auto-attach to) */
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
@@ -150,38 +145,25 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 		goto fail;
 	}
 
-	ld->links = calloc(ncpus, sizeof(*ld->links));
-	ld->pfds = calloc(ncpus, sizeof(*ld->pfds));
-	if (!ld->links || !ld->pfds) {
-		err = -ENOMEM;
-		set_why(why, why_size, "out of memory", err);
-		goto fail;
-	}
-	for (int cpu = 0; cpu < ncpus; cpu++)
-		ld->pfds[cpu] = -1;
-	for (int cpu = 0; opts->mode != LOADER_OFF_CPU && !opts->no_sampler && cpu < ncpus; cpu++) {
-		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == ENODEV)
-				continue; /* possible but offline CPU */
-			err = -errno;
-			if (err == -ENOENT || err == -EOPNOTSUPP)
-				snprintf(why, why_size,
-					 "perf event '%s' is not available on this machine "
-					 "(try --event cpu-clock)",
-					 opts->event ? opts->event : "cpu-clock");
-			else
-				set_why(why, why_size, "cannot open perf events", err);
+	if (opts->mode != LOADER_OFF_CPU && !opts->no_sampler) {
+		err = -E2BIG;
+		/* only the targets' threads take the sampling interrupt, unless they are many */
+		if (opts->ntask_pids)
+			err = perf_events__open_tasks(&ld->sampler, &attr, opts->task_pids,
+						      opts->ntask_pids, PERF_EVENTS_MAX_TASKS,
+						      ld->skel->progs.on_perf_event, 0, why,
+						      why_size);
+		if (err == -E2BIG)
+			err = perf_events__open_cpus(&ld->sampler, &attr, ncpus,
+						     ld->skel->progs.on_perf_event, 0, why,
+						     why_size);
+		if (err == -ENOENT || err == -EOPNOTSUPP)
+			snprintf(why, why_size,
+				 "perf event '%s' is not available on this machine "
+				 "(try --event cpu-clock)",
+				 opts->event ? opts->event : "cpu-clock");
+		if (err)
 			goto fail;
-		}
-		ld->pfds[cpu] = fd;
-		ld->links[cpu] = bpf_program__attach_perf_event(ld->skel->progs.on_perf_event, fd);
-		if (!ld->links[cpu]) {
-			err = -errno;
-			set_why(why, why_size, "cannot attach to perf events", err);
-			goto fail;
-		}
 	}
 	/* fork, exec and exit: attached before any process is added, so none is missed */
 	err = pywalk_bpf__attach(ld->skel);
@@ -218,18 +200,8 @@ void loader__stop(struct loader *ld)
 	for (size_t i = 0; i < ld->nprobe_links; i++)
 		bpf_link__destroy(ld->probe_links[i]);
 	ld->nprobe_links = 0;
-	for (size_t i = 0; i < ld->nprobe_pfds; i++)
-		close(ld->probe_pfds[i]);
-	ld->nprobe_pfds = 0;
-	for (int cpu = 0; ld->links && cpu < ld->ncpus; cpu++) {
-		bpf_link__destroy(ld->links[cpu]);
-		ld->links[cpu] = NULL;
-	}
-	for (int cpu = 0; ld->pfds && cpu < ld->ncpus; cpu++) {
-		if (ld->pfds[cpu] >= 0)
-			close(ld->pfds[cpu]);
-		ld->pfds[cpu] = -1;
-	}
+	perf_events__close(&ld->probe_events);
+	perf_events__close(&ld->sampler);
 }
 
 void loader__free(struct loader *ld)
@@ -238,10 +210,9 @@ void loader__free(struct loader *ld)
 		return;
 	ring_buffer__free(ld->rb);
 	loader__stop(ld);
-	free(ld->links);
-	free(ld->pfds);
+	perf_events__free(&ld->sampler);
+	perf_events__free(&ld->probe_events);
 	free(ld->probe_links);
-	free(ld->probe_pfds);
 	pywalk_bpf__destroy(ld->skel);
 	free(ld);
 }
@@ -341,6 +312,16 @@ int loader__follow(struct loader *ld, pid_t pid, bool children)
 	return 0;
 }
 
+int loader__start_sampler(struct loader *ld)
+{
+	return ld->sampler.tasks ? perf_events__enable(&ld->sampler) : 0;
+}
+
+size_t loader__sampled_tasks(const struct loader *ld)
+{
+	return ld->sampler.tasks;
+}
+
 int loader__poll(struct loader *ld, int timeout_ms)
 {
 	int n = ring_buffer__poll(ld->rb, timeout_ms), m;
@@ -349,7 +330,7 @@ int loader__poll(struct loader *ld, int timeout_ms)
 		n = 0;
 	if (n < 0)
 		return n;
-	/* the program wakes us at most every 10 ms per CPU: take what came in quietly too */
+	/* the program wakes us at most every 50 ms per CPU: take what came in quietly too */
 	m = ring_buffer__consume(ld->rb);
 	return m < 0 ? m : n + m;
 }
@@ -587,37 +568,15 @@ int loader__attach_perf(struct loader *ld, uint32_t type, uint64_t config, uint6
 {
 	struct perf_event_attr attr = { .size = sizeof(attr), .type = type, .config = config,
 					.freq = freq };
-	LIBBPF_OPTS(bpf_perf_event_opts, o, .bpf_cookie = cookie);
-	int err;
 
 	if (freq)
 		attr.sample_freq = period;
 	else
 		attr.sample_period = period;
-	for (int cpu = 0; cpu < ld->ncpus; cpu++) {
-		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-		if (fd < 0 && errno == ENODEV)
-			continue; /* possible but offline CPU */
-		if (fd < 0) {
-			err = -errno;
-			set_why(why, why_size, "cannot open the perf event", err);
-			return err;
-		}
-		if (grow_array((void **)&ld->probe_pfds, &ld->probe_pfds_cap, ld->nprobe_pfds + 1,
-			       sizeof(*ld->probe_pfds))) {
-			close(fd);
-			set_why(why, why_size, "cannot open the perf event", -ENOMEM);
-			return -ENOMEM;
-		}
-		ld->probe_pfds[ld->nprobe_pfds++] = fd;
-		err = keep_link(ld, bpf_program__attach_perf_event_opts(
-					    ld->skel->progs.on_perf_event, fd, &o),
-				"cannot attach to the perf event", why, why_size);
-		if (err)
-			return err;
-	}
-	return 0;
+	/* on every CPU: an inherited copy of a per-task event may not carry the cookie that
+	 * names the probe */
+	return perf_events__open_cpus(&ld->probe_events, &attr, ld->ncpus,
+				      ld->skel->progs.on_perf_event, cookie, why, why_size);
 }
 
 int loader__set_syscall(struct loader *ld, uint32_t nr, uint32_t value)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The BPF side's lifetime: open/configure/load the skeleton, perf events on every CPU, the
+/* The BPF side's lifetime: open/configure/load the skeleton, the sampler's perf events, the
  * process-lifecycle tracepoints, the ring buffer, per-process config, counters, teardown. */
 #ifndef PW_LOADER_H
 #define PW_LOADER_H
@@ -35,6 +35,11 @@ struct loader_opts {
 	bool print_args;	 /* trace --print: samples carry what the probe saw */
 	bool gil;		 /* samples say whether their thread held the GIL */
 	uint32_t aggregate_entries; /* its maps' keys per generation; 0: the default */
+	/* the sampler's events go on these processes' threads and what they start later
+	 * (perf_events.h), or on every CPU when none are given or they have too many */
+	const pid_t *task_pids;
+	size_t ntask_pids;
+	uint32_t ring_bytes; /* the ring buffer (a power of 2, mapped twice: RSS); 0: 8 MiB */
 	/* called for every ring-buffer record; returns 0 or a negative errno to stop */
 	int (*on_record)(void *ctx, const void *data, size_t size);
 	void *ctx;
@@ -55,6 +60,12 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target);
 /* Report the execs and exit of `pid`, and with `children` follow its fork children alike,
  * whether or not it is sampled. */
 int loader__follow(struct loader *ld, pid_t pid, bool children);
+
+/* Per-task sampler events are opened stopped: start them once the targets are added (per-CPU
+ * ones run from the open). 0 or a negative errno. */
+int loader__start_sampler(struct loader *ld);
+/* Threads the sampler's events were opened on; 0 when they are per CPU. */
+size_t loader__sampled_tasks(const struct loader *ld);
 
 /* Wait up to timeout_ms for records and hand them to on_sample. Returns records handled or
  * a negative errno (-EINTR is not an error). */

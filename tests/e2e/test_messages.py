@@ -388,3 +388,25 @@ def test_process_out_of_reach_from_a_user_namespace_says_why(tmp_path):
                         "user namespace, e.g. a container's, and the process belongs to an "
                         "outer one: run pywalk where the process is, e.g. on the host)\n")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("hz, scope, line", [
+    (20000, [], "pywalk: warning: -F 20000 costs about 24% of each CPU that runs the target "
+                "(12 µs a sample: the interrupt and a 10-frame walk)\n"),
+    (4999, ["--all"], "pywalk: warning: -F 4999 costs about 5% of every CPU (12 µs a sample: "
+                      "the interrupt and a 10-frame walk)\n"),
+])
+def test_costly_rate_is_warned_once_with_its_cost(tmp_path, hz, scope, line):
+    need_root()
+    target = scope or ["--", sys.executable, "-c", "sum(range(10**5))"]
+    r = run(["record", "-F", hz, "-d", "1", "-o", tmp_path / "out.folded"] + target)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(line) and r.stderr.count("warning: -F") == 1, r.stderr
+
+
+def test_rate_below_the_cost_line_is_not_warned(tmp_path):
+    need_root()
+    r = run(["record", "-F", 4000, "-d", "1", "-o", tmp_path / "out.folded", "--",
+             sys.executable, "-c", "sum(range(10**5))"])
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr, r.stderr
