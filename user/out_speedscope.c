@@ -379,6 +379,8 @@ int out_timeline_write(FILE *f, const struct profile *p)
 {
 	const struct agg *agg = profile__agg(p);
 	size_t nev = 0, n = 0, i, start, nprofiles = 0, active = 0, best = 0;
+	const struct profile_process *pr;
+	bool main_found = false;
 	const struct profile_event *events = profile__timeline(p, &nev);
 	struct timed *ev = calloc(nev ? nev : 1, sizeof(*ev));
 	struct stack_ref *refs = NULL;
@@ -407,7 +409,13 @@ int out_timeline_write(FILE *f, const struct profile *p)
 		for (i = start; i < n && ev[i].proc == ev[start].proc && ev[i].tid == ev[start].tid;
 		     i++)
 			;
-		if (i - start > best) {
+		/* open on the first process's main thread (where a program's story is told),
+		 * else on the thread with the most samples */
+		pr = profile__process(p, ev[start].proc);
+		if (!main_found && pr && (uint32_t)pr->pid == ev[start].tid) {
+			main_found = true;
+			active = nprofiles;
+		} else if (!main_found && i - start > best) {
 			best = i - start;
 			active = nprofiles;
 		}
