@@ -72,12 +72,26 @@ static __always_inline void count_blocked_ns(__u32 block, __u64 ns)
 		*v += ns;
 }
 
+/* Tell userspace that the wait `out` of thread `tid`, whose stack it holds, ended now after
+ * `off_ns` (0: it ended unseen). 0, or -1 when the record was lost (counted). */
+static __always_inline int ship_resumption(__u32 tid, __u64 now, __u64 off_ns,
+					   const struct pw_switched_out *out)
+{
+	struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid, .time_ns = now,
+				   .off_ns = off_ns, .target = out->target, .block = out->block };
+
+	if (bpf_ringbuf_output(&events, &r, sizeof(r), 0)) {
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));
+		return -1;
+	}
+	return 0;
+}
+
 /* `next` runs again. */
 static __always_inline void switched_in(struct task_struct *next, __u64 now)
 {
 	__u32 tid = BPF_CORE_READ(next, pid);
 	struct pw_switched_out *out = tid ? bpf_map_lookup_elem(&switched_out, &tid) : NULL;
-	struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid, .time_ns = now };
 	__u64 ns;
 
 	if (!out || (out->flags & PW_SW_OWED))
@@ -96,15 +110,11 @@ static __always_inline void switched_in(struct task_struct *next, __u64 now)
 		}
 		return;
 	}
-	/* the stack is held in userspace: say how long it waited */
-	r.off_ns = ns;
-	r.target = out->target;
-	r.block = out->block;
-	bpf_map_delete_elem(&switched_out, &tid);
-	if (bpf_ringbuf_output(&events, &r, sizeof(r), 0))
-		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));
-	else
+	/* the stack is held in userspace: say how long it waited (the entry is read before it
+	 * is deleted; the thread runs here, so nothing else changes it meanwhile) */
+	if (!ship_resumption(tid, now, ns, out))
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_RESUMED));
+	bpf_map_delete_elem(&switched_out, &tid);
 }
 
 /* The system call the current thread is in, or -1 (a fault, an interrupt, preemption). */
@@ -144,12 +154,7 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 		if (old && (old->flags & PW_SW_HELD)) {
 			/* marked waiting at attach, but it ran before the mark was set: its
 			 * held stack's wait ended unseen (a zero wait says so) */
-			struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid,
-						   .time_ns = now, .target = old->target,
-						   .block = old->block };
-
-			if (bpf_ringbuf_output(&events, &r, sizeof(r), 0))
-				count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));
+			ship_resumption(tid, now, 0, old);
 			old = NULL;
 		}
 		if (old && (old->flags & PW_SW_OWED) && old->syscall == nr) {
