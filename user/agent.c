@@ -24,7 +24,10 @@
 #include "util.h"
 
 #define MAX_SINKS AGENT_MAX_SINKS
-#define METRICS_EVERY_NS 1000000000ull
+/* The metrics page is rendered this often, on a fixed grid: a page rendered "a second after
+ * the last one" drifts later by each loop's lateness, and two scrapes a second apart then
+ * read the same page (the consumer is woken only every 100 ms). */
+#define METRICS_EVERY_NS 250000000ull
 
 struct pull {
 	unsigned int seconds;
@@ -563,7 +566,9 @@ int agent__tick(struct agent *a, uint64_t now)
 	pthread_mutex_unlock(&a->lock);
 	if (now >= a->next_metrics_ns) {
 		refresh_metrics(a);
-		a->next_metrics_ns = now + METRICS_EVERY_NS;
+		a->next_metrics_ns += METRICS_EVERY_NS;
+		if (a->next_metrics_ns <= now)
+			a->next_metrics_ns = now + METRICS_EVERY_NS;
 	}
 	return err;
 }

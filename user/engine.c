@@ -515,7 +515,7 @@ static void warn_costly_rate(const struct engine *e)
 }
 
 /* The ring buffer holds what arrives while pywalk is late to read it (the program wakes it
- * every 10 ms, or once 1 MiB waits); userspace maps it twice, so its size is RSS. A
+ * every 100 ms, or once 1 MiB waits); userspace maps it twice, so its size is RSS. A
  * quarter of a second of 1 KiB samples (a 64-frame stack) from every CPU at -F, within
  * 4-8 MiB; --all (a host's processes at once), off-CPU time (a record per switch-out) and
  * trace's probes (a record per hit) keep the most: their rates are not -F's. What does not

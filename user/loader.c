@@ -330,7 +330,7 @@ int loader__poll(struct loader *ld, int timeout_ms)
 		n = 0;
 	if (n < 0)
 		return n;
-	/* the program wakes us at most every 10 ms per CPU: take what came in quietly too */
+	/* the program wakes us at most every 100 ms per CPU: take what came in quietly too */
 	m = ring_buffer__consume(ld->rb);
 	return m < 0 ? m : n + m;
 }
