@@ -111,6 +111,8 @@ class Agent:
         self.rc = None
         if metrics:
             self.wait_listening()
+        else:
+            self.wait_sampling()
 
     @property
     def url(self):
@@ -128,6 +130,18 @@ class Agent:
                 pass
             time.sleep(0.1)
         raise AssertionError("agent not listening after %d s:\n%s" % (timeout, self.stderr()))
+
+    def wait_sampling(self, timeout=30):
+        """Until the agent says it samples: its first window starts then, not at launch
+        (loading the programs takes a second or more on a loaded machine)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return  # a test of a refused start reads the exit itself
+            if "agent: sampling " in self.stderr():
+                return
+            time.sleep(0.05)
+        raise AssertionError("agent not sampling after %d s:\n%s" % (timeout, self.stderr()))
 
     def metrics_text(self):
         status, body = http_get(self.url + "/metrics")
