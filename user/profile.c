@@ -39,6 +39,7 @@ struct thread_name {
 	char pyname[PYNAME_SIZE]; /* "" until found */
 	pid_t nstid;		  /* tid in the process's own pid namespace */
 	uint8_t tries;		  /* reads that did not name it */
+	bool sampled;		  /* has a record in this profile (not only carried over) */
 };
 
 /* (symbol handle, instruction) -> agg frame id, so each line is looked up once */
@@ -262,8 +263,9 @@ static int note_thread(struct profile *p, uint32_t proc, uint32_t tid, uint64_t 
 	int64_t id = intern_find(&p->threads, hash, &k);
 
 	if (id >= 0) {
-		const struct thread_name *have = intern_at(&p->threads, (size_t)id);
+		struct thread_name *have = intern_at(&p->threads, (size_t)id);
 
+		have->sampled = true;
 		if (!have->pyname[0] && have->tries < NAMES_TRIES && now >= pr->names_next_ns)
 			read_names(p, proc, now);
 		return 0;
@@ -271,6 +273,7 @@ static int note_thread(struct profile *p, uint32_t proc, uint32_t tid, uint64_t 
 	if (proc_read_comm(pr->shown.pid, tid, t.comm, sizeof(t.comm)) || !t.comm[0])
 		strcpy(t.comm, "?");
 	t.nstid = pr->own_pidns ? proc_read_nspid((pid_t)tid) : (pid_t)tid;
+	t.sampled = true;
 	id = intern_add(&p->threads, hash, &t);
 	if (id < 0)
 		return (int)id;
@@ -722,6 +725,19 @@ static struct profile *new_borrower(const struct profile *p)
 			continue;
 		pr.sampled = false;
 		if (intern_add(&n->procs, hash_mix64(pr.shown.target), &pr) < 0)
+			goto fail;
+	}
+	/* the names of the threads of live processes sampled in p: a thread with one sample
+	 * in the next window is named as it was, without waiting for the next read */
+	for (size_t i = 0; i < intern_count(&p->threads); i++) {
+		struct thread_name t = *(const struct thread_name *)intern_at(&p->threads, i);
+		int64_t proc = proc_index(n, proc_at(p, t.proc)->shown.target);
+
+		if (!t.sampled || proc < 0)
+			continue;
+		t.proc = (uint32_t)proc;
+		t.sampled = false;
+		if (intern_add(&n->threads, hash_mix64((uint64_t)t.proc << 32 | t.tid), &t) < 0)
 			goto fail;
 	}
 	return n;
