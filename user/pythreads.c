@@ -249,10 +249,20 @@ static int find_one(struct reader *r, uint64_t key, uint64_t value, void *arg)
 	return 1;
 }
 
+/* The value of key `want` in a keys object (values as in for_each_entry; 0: absent). */
+static int find_in(struct reader *r, uint64_t keys, uint64_t values, enum wanted want,
+		   uint64_t *value)
+{
+	struct find f = { want, 0 };
+	int err = for_each_entry(r, keys, values, find_one, &f);
+
+	*value = f.value;
+	return err < 0 ? err : 0;
+}
+
 /* The value of key `want` in the dict object `dict` (0: absent). */
 static int dict_get(struct reader *r, uint64_t dict, enum wanted want, uint64_t *value)
 {
-	struct find f = { want, 0 };
 	uint64_t kv[2];
 	int err;
 
@@ -264,9 +274,7 @@ static int dict_get(struct reader *r, uint64_t dict, enum wanted want, uint64_t 
 	/* a split table's values: 3.13+ PyDictValues has 8 bytes of header before them */
 	if (kv[1] && r->src->minor >= 13)
 		kv[1] += 8;
-	err = for_each_entry(r, kv[0], kv[1], find_one, &f);
-	*value = f.value;
-	return err < 0 ? err : 0;
+	return find_in(r, kv[0], kv[1], want, value);
 }
 
 /* The value of instance attribute `want` of `obj` (0: absent), wherever the version keeps
@@ -301,13 +309,8 @@ static int attr_get(struct reader *r, uint64_t obj, enum wanted want, uint64_t *
 		err = rd(r, obj + basic, head, sizeof(head));
 		if (err)
 			return err;
-		if (head[3] && keys) { /* valid: the values are inline */
-			struct find f = { want, 0 };
-
-			err = for_each_entry(r, keys, obj + basic + 8, find_one, &f);
-			*value = f.value;
-			return err < 0 ? err : 0;
-		}
+		if (head[3] && keys) /* valid: the values are inline */
+			return find_in(r, keys, obj + basic + 8, want, value);
 	}
 	if (!(flags & TPF_MANAGED_DICT))
 		return -EPROTO;
@@ -315,26 +318,14 @@ static int attr_get(struct reader *r, uint64_t obj, enum wanted want, uint64_t *
 		err = rd64(r, obj - 32, &ptr);
 		if (err)
 			return err;
-		if (ptr && keys) {
-			struct find f = { want, 0 };
-
-			err = for_each_entry(r, keys, ptr, find_one, &f);
-			*value = f.value;
-			return err < 0 ? err : 0;
-		}
+		if (ptr && keys)
+			return find_in(r, keys, ptr, want, value);
 	}
 	err = rd64(r, obj - 24, &ptr);
 	if (err)
 		return err;
-	if (minor == 12 && (ptr & 1)) {
-		struct find f = { want, 0 };
-
-		if (!keys)
-			return -EPROTO;
-		err = for_each_entry(r, keys, ptr + 1, find_one, &f);
-		*value = f.value;
-		return err < 0 ? err : 0;
-	}
+	if (minor == 12 && (ptr & 1))
+		return keys ? find_in(r, keys, ptr + 1, want, value) : -EPROTO;
 	return ptr ? dict_get(r, ptr, want, value) : 0;
 }
 
