@@ -174,7 +174,8 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 				  d->nthreads == 1 ? "" : "s",
 				  d->paused ? "" : " (not paused)");
 	if (!err && (d->names_err || d->names.unreadable))
-		err = strbuf_addf(sb, "(Python thread names: %s)\n", names_problem(d, why, sizeof(why)));
+		err = strbuf_addf(sb, "(Python thread names: %s)\n",
+				  names_problem(d, why, sizeof(why)));
 	for (size_t i = 0; i < d->nthreads && !err; i++) {
 		const struct dump_thread *t = &d->threads[i];
 

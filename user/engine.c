@@ -1053,7 +1053,8 @@ static void print_names(const struct profile_names *n)
 		   "read%s of threading's threads, %llu failed, %llu found no threading module, "
 		   "%llu name%s unreadable\n",
 		   (unsigned long long)n->named, (unsigned long long)n->threads,
-		   n->threads == 1 ? "" : "s", (unsigned long long)n->reads, n->reads == 1 ? "" : "s",
+		   n->threads == 1 ? "" : "s", (unsigned long long)n->reads,
+		   n->reads == 1 ? "" : "s",
 		   (unsigned long long)n->failed, (unsigned long long)n->no_threading,
 		   (unsigned long long)n->unreadable, n->unreadable == 1 ? "" : "s");
 }

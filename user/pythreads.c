@@ -141,7 +141,8 @@ static enum wanted key_is(struct reader *r, uint64_t key)
 	    !rd(r, data, text, length)) {
 		text[length] = 0;
 		for (unsigned int i = 0; i < W__COUNT; i++)
-			if (strlen(wanted_names[i]) == length && !memcmp(text, wanted_names[i], length))
+			if (strlen(wanted_names[i]) == length &&
+			    !memcmp(text, wanted_names[i], length))
 				w = (enum wanted)i;
 	}
 	r->memo[m].addr = key;
@@ -427,8 +428,9 @@ static int collect_one(struct reader *r, uint64_t key, uint64_t thread, void *ar
 		return 1;
 	if (c->res->named >= c->cap)
 		return 0;
-	if (attr_get(r, thread, W_NAME, &name) || !name || attr_get(r, thread, W_NATIVE_ID, &native) ||
-	    !native || long_get(r, native, &n->native_id) || !n->native_id ||
+	if (attr_get(r, thread, W_NAME, &name) || !name ||
+	    attr_get(r, thread, W_NATIVE_ID, &native) || !native ||
+	    long_get(r, native, &n->native_id) || !n->native_id ||
 	    str_get(r, name, n->name, sizeof(n->name))) {
 		c->res->unreadable++;
 		return 0;

@@ -150,8 +150,8 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	memset(obj, 0, sizeof(*obj));
 	/* interp->modules (3.12: imports.modules), ht_cached_keys: offsetof in each version's
 	 * headers, checked against sys.modules and a Thread's type on live interpreters */
-	out->mod = (struct py_modlayout){ .interp_modules = minor == 10 ? 856 : minor == 11 ? 888 : 944,
-					  .ht_cached_keys = minor == 12 ? 880 : 872 };
+	out->mod.interp_modules = minor == 10 ? 856 : minor == 11 ? 888 : 944;
+	out->mod.ht_cached_keys = minor == 12 ? 880 : 872;
 	o->cframe_current_frame = PW_OFF_NONE;
 	o->tstate_base_frame = PW_OFF_NONE;
 	o->frame_owner = PW_OFF_NONE;
