@@ -16,7 +16,7 @@
 #define CALLTREE_NONE UINT32_MAX
 
 /* A frame as drawn: a Python function at a line, or a root frame ("comm (PID)",
- * "comm (TID)") which has no file (file CALLTREE_NONE). */
+ * "name (TID)": the Python name, else the comm) which has no file (file CALLTREE_NONE). */
 struct calltree_frame {
 	uint32_t name, file; /* string ids */
 	int32_t line;

@@ -143,11 +143,26 @@ static bool frame_text(struct symtab *st, const struct symtab_target *stt,
 	return true;
 }
 
+/* Why some or all Python thread names are missing, for the user; "" when none are. */
+static const char *names_problem(const struct dump *d, char *buf, size_t size)
+{
+	if (d->names_err == -ENOENT)
+		snprintf(buf, size, "none: the threading module is not imported");
+	else if (d->names_err)
+		snprintf(buf, size, "cannot be read: %s", strerror(-d->names_err));
+	else if (d->names.unreadable)
+		snprintf(buf, size, "%zu of %zu could not be read", d->names.unreadable,
+			 d->names.nthreads);
+	else
+		buf[0] = 0;
+	return buf;
+}
+
 static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d)
 {
 	struct symtab_target stt = { .id = 1, .pid = d->t.pid, .code_type = d->t.code_type,
 				     .lay = &d->t.ver.obj };
-	char ver[16];
+	char ver[16], why[96];
 	int err;
 
 	err = strbuf_addf(sb, "Process %d (", d->t.pid);
@@ -158,6 +173,9 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 				  py_version_str(&d->t.ver, ver, sizeof(ver)), d->nthreads,
 				  d->nthreads == 1 ? "" : "s",
 				  d->paused ? "" : " (not paused)");
+	if (!err && (d->names_err || d->names.unreadable))
+		err = strbuf_addf(sb, "(Python thread names: %s)\n",
+				  names_problem(d, why, sizeof(why)));
 	for (size_t i = 0; i < d->nthreads && !err; i++) {
 		const struct dump_thread *t = &d->threads[i];
 
@@ -167,6 +185,11 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 			err = strbuf_addf(sb, "\nThread 0x%llx \"", (unsigned long long)t->thread_id);
 		if (!err)
 			err = escape_folded(sb, t->name[0] ? t->name : "?");
+		if (!err && t->pyname[0]) {
+			err = strbuf_add(sb, "\", Python \"", 11);
+			if (!err)
+				err = escape_folded(sb, t->pyname);
+		}
 		if (!err)
 			err = strbuf_addf(sb, "\" (%s%s%s%s)%s\n", state_words(t->state),
 					  t->wchan[0] ? " in " : "", t->wchan,
@@ -212,7 +235,7 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 {
 	struct symtab_target stt = { .id = 1, .pid = d->t.pid, .code_type = d->t.code_type,
 				     .lay = &d->t.ver.obj };
-	char ver[32], state[2] = { 0 };
+	char ver[32], why[96], state[2] = { 0 };
 	int err;
 
 	py_version_str(&d->t.ver, ver, sizeof(ver));
@@ -222,7 +245,15 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 	if (!err)
 		err = json_str(sb, "python", ver, true);
 	if (!err)
-		err = strbuf_addf(sb, ",\"paused\":%s,\"threads\":[", d->paused ? "true" : "false");
+		err = strbuf_addf(sb, ",\"paused\":%s", d->paused ? "true" : "false");
+	if (!err)
+		err = strbuf_addf(sb, ",\"python_names\":{\"threads\":%zu,\"named\":%zu,"
+				  "\"unreadable\":%zu",
+				  d->names.nthreads, d->names.named, d->names.unreadable);
+	if (!err && d->names_err)
+		err = json_str(sb, "error", names_problem(d, why, sizeof(why)), true);
+	if (!err)
+		err = strbuf_add(sb, "},\"threads\":[", 13);
 	for (size_t i = 0; i < d->nthreads && !err; i++) {
 		const struct dump_thread *t = &d->threads[i];
 		bool first = true;
@@ -232,6 +263,11 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 				  (unsigned long long)t->thread_id);
 		if (!err)
 			err = json_str(sb, "name", t->name, true);
+		/* null: threading does not name it (or its name could not be read) */
+		if (!err && t->pyname[0])
+			err = json_str(sb, "python_name", t->pyname, true);
+		else if (!err)
+			err = strbuf_add(sb, ",\"python_name\":null", 19);
 		if (!err)
 			err = json_str(sb, "state", state, true);
 		if (!err)

@@ -39,7 +39,8 @@ static void record_help(FILE *f)
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
 	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_DURATION | CLI_OUTPUT, 0);
-	fprintf(f, "      --threads          add a root frame per thread: 'comm (TID)'\n"
+	fprintf(f, "      --threads          add a root frame per thread: 'NAME (TID)', its Python\n"
+		   "                         name (threading's), else its OS name\n"
 		   "      --function         a frame per function, not per line: the calls of a\n"
 		   "                         function from several lines are one box, shown at\n"
 		   "                         its first line (py-spy's --nolineno)\n"

@@ -360,6 +360,29 @@ static bool any_torn(const struct dump *d)
 	return false;
 }
 
+/* Python thread names, matched to the threads by native id (in the target's namespace). */
+static void read_names(struct dump *d)
+{
+	struct pythreads_src src;
+	struct pythread_name *names = calloc(PYTHREADS_MAX, sizeof(*names));
+
+	if (!names) {
+		d->names_err = -ENOMEM;
+		return;
+	}
+	pythreads_src_of(&d->t, &src);
+	d->names_err = pythreads_read(&src, names, PYTHREADS_MAX, &d->names);
+	for (size_t i = 0; !d->names_err && i < d->nthreads; i++) {
+		struct dump_thread *t = &d->threads[i];
+		pid_t ns = !t->tid ? 0 : d->t.own_pidns ? proc_read_nspid(t->tid) : t->tid;
+
+		for (size_t j = 0; ns > 0 && j < d->names.named; j++)
+			if (names[j].native_id == (uint32_t)ns)
+				memcpy(t->pyname, names[j].name, sizeof(t->pyname));
+	}
+	free(names);
+}
+
 int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why,
 		 size_t why_size)
 {
@@ -390,6 +413,8 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		d->paused = true;
 		d->attempts = 1;
 		err = read_threads(d, &cfg, max_depth, tasks);
+		if (!err) /* while paused, the dicts cannot change under the read */
+			read_names(d);
 		resume_all(tasks);
 	} else {
 		err = list_tasks(pid, tasks);
@@ -414,6 +439,8 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		free(d->threads);
 		d->threads = best.threads;
 		d->nthreads = best.nthreads;
+		if (!err)
+			read_names(d);
 	}
 	if (err && !why[0])
 		snprintf(why, why_size, "cannot read the thread states of PID %d: %s", pid,

@@ -14,12 +14,14 @@
 #include <sys/types.h>
 
 #include "abi.h"
+#include "pythreads.h"
 #include "target.h"
 
 struct dump_thread {
 	pid_t tid;	     /* host tid; 0 when it could not be matched */
 	uint64_t thread_id;  /* what the thread state says: native tid or pthread id */
 	char name[64];	     /* comm (raw bytes from the kernel) */
+	char pyname[PYTHREADS_NAME_SIZE]; /* threading's name for it, "" when none */
 	char state;	     /* /proc/PID/task/TID/stat state: R, S, D, T, ... (0: unknown) */
 	char wchan[64];	     /* the kernel function it waits in ("" when running/unknown) */
 	int outcome;	     /* PW_OUT_SHIPPED, or why its stack is not shown */
@@ -35,6 +37,8 @@ struct dump {
 	struct dump_thread *threads;
 	size_t nthreads;
 	unsigned int attempts; /* reads of the thread states it took (not paused: retries) */
+	int names_err;	       /* reading the Python thread names: 0 or a negative errno */
+	struct pythreads_result names;
 };
 
 struct dump_opts {

@@ -1042,6 +1042,23 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 	engine__print_details(e, c);
 }
 
+/* How the Python thread names went: said when a read failed (the outputs then show those
+ * threads by their OS names), and with -v always. */
+static void print_names(const struct profile_names *n)
+{
+	if (!n->failed && !n->unreadable && log_level < LOG_DEBUG)
+		return;
+	log_printf(n->failed || n->unreadable ? LOG_INFO : LOG_DEBUG,
+		   "pywalk: Python thread names: %llu of %llu sampled thread%s named; %llu "
+		   "read%s of threading's threads, %llu failed, %llu found no threading module, "
+		   "%llu name%s unreadable\n",
+		   (unsigned long long)n->named, (unsigned long long)n->threads,
+		   n->threads == 1 ? "" : "s", (unsigned long long)n->reads,
+		   n->reads == 1 ? "" : "s",
+		   (unsigned long long)n->failed, (unsigned long long)n->no_threading,
+		   (unsigned long long)n->unreadable, n->unreadable == 1 ? "" : "s");
+}
+
 void engine__print_details(struct engine *e, const struct engine_counts *c)
 {
 	const struct profile_drops *d = profile__drops(e->prof);
@@ -1064,6 +1081,7 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		}
 		fprintf(stderr, "\n");
 	}
+	print_names(profile__names(e->prof));
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "
 			"samples at most\n",

@@ -2,7 +2,8 @@
 /* pprof: a gzipped perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto),
  * what pprof, Pyroscope and Parca read. One Sample per interned (pid, tid) stack with values
  * [samples/count, cpu/nanoseconds] (off_cpu/nanoseconds or wall/nanoseconds alone for
- * --mode off-cpu and wall) and labels pid, tid, thread_name (plus process_name with
+ * --mode off-cpu and wall) and labels pid, tid, thread_name (the Python name, else the OS
+ * one), os_thread_name, block_reason on off-CPU stacks (plus process_name with
  * several processes, ns_pid and container_id in a container); one Location per
  * (function, line) frame; one Function per (qualname, file). Thread and process root frames
  * are not added: pprof keeps them as labels (`pprof -tagroot thread_name`). */
@@ -136,6 +137,7 @@ static int put_samples(struct pprof *pp)
 		uint32_t nprobes = profile__opts(pp->p)->nprobes;
 		/* off-cpu and wall counts are nanoseconds already: one value */
 		size_t nvalues = profile__counts_ns(pp->p) ? 1 : period_ns ? 2 : 1;
+		const char *reason;
 
 		if ((pp->o->proc >= 0 && s->proc != (uint32_t)pp->o->proc) ||
 		    (pp->o->pid > 0 && s->pid != (uint64_t)pp->o->pid))
@@ -163,6 +165,13 @@ static int put_samples(struct pprof *pp)
 		if (!err)
 			err = put_label(pp, "thread_name",
 					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
+		if (!err)
+			err = put_label(pp, "os_thread_name",
+					profile__proc_thread_os_name(pp->p, s->proc, s->tid), 0);
+		/* why an off-CPU stack was off CPU: its leaf pseudo-frame says it too */
+		if (!err && s->nframes &&
+		    (reason = profile__block_reason(pp->p, frames[s->nframes - 1])))
+			err = put_label(pp, "block_reason", reason, 0);
 		if (!err)
 			err = put_process_labels(pp, profile__process(pp->p, s->proc));
 		for (size_t l = 0; !err && l < pp->o->nlabels; l++)

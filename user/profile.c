@@ -10,6 +10,7 @@
 #include "intern.h"
 #include "proc.h"
 #include "profile.h"
+#include "pythreads.h"
 #include "util.h"
 
 /* The frame cache only saves line-table lookups of the code objects the symbol cache
@@ -24,9 +25,21 @@ static size_t fcache_max(size_t symtab_budget)
 	return n < 1024 ? 1024 : n;
 }
 
+/* A Python thread name kept for the outputs: cut to fit (at a character, marked '…'). */
+#define PYNAME_SIZE 64
+/* Reads of a process's threading._active: one at most this often, and a thread is looked
+ * for this many times before it is taken for one threading does not know (started from C,
+ * or a thread that never called into threading). */
+#define NAMES_REFRESH_NS 200000000ull
+#define NAMES_TRIES 8
+
 struct thread_name {
 	uint32_t proc, tid;
 	char comm[32];
+	char pyname[PYNAME_SIZE]; /* "" until found */
+	pid_t nstid;		  /* tid in the process's own pid namespace */
+	uint8_t tries;		  /* reads that did not name it */
+	bool sampled;		  /* has a record in this profile (not only carried over) */
 };
 
 /* (symbol handle, instruction) -> agg frame id, so each line is looked up once */
@@ -41,6 +54,9 @@ struct proc {
 	bool sampled; /* has a counted sample */
 	uint64_t code_type;
 	struct py_objlayout lay;
+	bool own_pidns;
+	struct pythreads_src names; /* where its thread names are read */
+	uint64_t names_next_ns;	    /* no read of them before this (record time) */
 };
 
 struct profile {
@@ -56,8 +72,12 @@ struct profile {
 	size_t fcache_max;
 
 	uint32_t ids[PW_MAX_FRAMES_CAP + 1]; /* and an off-CPU stack's pseudo-frame */
+	uint64_t block_fid[PW_BLOCK__COUNT]; /* agg frame id + 1 of each, 0: none yet */
 	struct profile_drops drops;
 	struct profile_sampling sampling;
+
+	struct pythread_name *names_buf; /* PYTHREADS_MAX, for one read; allocated when needed */
+	struct profile_names names;
 
 	struct profile_event *events; /* opts.timeline */
 	size_t nevents, events_cap;
@@ -127,6 +147,7 @@ void profile__free(struct profile *p)
 	if (p->owns_symtab)
 		symtab__free(p->symtab);
 	agg__free(p->agg);
+	free(p->names_buf);
 	free(p->events);
 	intern_free(&p->procs);
 	intern_free(&p->threads);
@@ -157,6 +178,8 @@ int profile__add_target(struct profile *p, const struct target *t)
 	pr->shown.service_asked = t->service_asked;
 	pr->code_type = t->code_type;
 	pr->lay = t->ver.obj;
+	pr->own_pidns = t->own_pidns;
+	pythreads_src_of(t, &pr->names);
 	id = intern_add(&p->procs, hash_mix64(t->id), pr);
 	return id < 0 ? (int)id : 0;
 }
@@ -178,19 +201,86 @@ static struct symtab_target symtab_target_of(const struct proc *pr)
 				       .code_type = pr->code_type, .lay = &pr->lay };
 }
 
-static int note_thread(struct profile *p, uint32_t proc, uint32_t tid)
+/* `src` cut to fit `size` bytes at a character boundary, marked with '…' when cut. */
+static void copy_name(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n < size) {
+		memcpy(dst, src, n + 1);
+		return;
+	}
+	n = size - 4; /* room for the mark and the terminator */
+	while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
+		n--; /* not inside a character */
+	memcpy(dst, src, n);
+	memcpy(dst + n, "\xe2\x80\xa6", 4);
+}
+
+/* Read process `proc`'s Python thread names and give them to its threads that have none
+ * yet. */
+static void read_names(struct profile *p, uint32_t proc, uint64_t now)
+{
+	struct proc *pr = proc_at(p, proc);
+	struct pythreads_result res;
+	int err;
+
+	pr->names_next_ns = now + NAMES_REFRESH_NS;
+	if (!p->names_buf)
+		p->names_buf = calloc(PYTHREADS_MAX, sizeof(*p->names_buf));
+	if (!p->names_buf)
+		return;
+	p->names.reads++;
+	err = pythreads_read(&pr->names, p->names_buf, PYTHREADS_MAX, &res);
+	if (err == -ENOENT)
+		p->names.no_threading++;
+	else if (err)
+		p->names.failed++;
+	p->names.unreadable += res.unreadable;
+	for (size_t i = 0; i < intern_count(&p->threads); i++) {
+		struct thread_name *t = intern_at(&p->threads, i);
+
+		if (t->proc != proc || t->pyname[0])
+			continue;
+		for (size_t j = 0; !err && j < res.named; j++)
+			if (t->nstid > 0 && p->names_buf[j].native_id == (uint32_t)t->nstid) {
+				copy_name(t->pyname, sizeof(t->pyname), p->names_buf[j].name);
+				p->names.named++;
+			}
+		if (!t->pyname[0] && t->tries < NAMES_TRIES)
+			t->tries++;
+	}
+}
+
+/* Remember thread `tid` with its names (the Python one when it can be read), at its first
+ * record; a thread still without a Python name is looked for again, now and then. */
+static int note_thread(struct profile *p, uint32_t proc, uint32_t tid, uint64_t now)
 {
 	struct thread_key k = { proc, tid };
 	uint64_t hash = hash_mix64((uint64_t)proc << 32 | tid);
 	struct thread_name t = { .proc = proc, .tid = tid };
-	int64_t id;
+	struct proc *pr = proc_at(p, proc);
+	int64_t id = intern_find(&p->threads, hash, &k);
 
-	if (intern_find(&p->threads, hash, &k) >= 0)
+	if (id >= 0) {
+		struct thread_name *have = intern_at(&p->threads, (size_t)id);
+
+		have->sampled = true;
+		if (!have->pyname[0] && have->tries < NAMES_TRIES && now >= pr->names_next_ns)
+			read_names(p, proc, now);
 		return 0;
-	if (proc_read_comm(proc_at(p, proc)->shown.pid, tid, t.comm, sizeof(t.comm)) || !t.comm[0])
+	}
+	if (proc_read_comm(pr->shown.pid, tid, t.comm, sizeof(t.comm)) || !t.comm[0])
 		strcpy(t.comm, "?");
+	t.nstid = pr->own_pidns ? proc_read_nspid((pid_t)tid) : (pid_t)tid;
+	t.sampled = true;
 	id = intern_add(&p->threads, hash, &t);
-	return id < 0 ? (int)id : 0;
+	if (id < 0)
+		return (int)id;
+	p->names.threads++;
+	if (now >= pr->names_next_ns)
+		read_names(p, proc, now);
+	return 0;
 }
 
 /* agg frame id for (sym, instr), or a negative errno */
@@ -229,9 +319,30 @@ static int64_t block_frame(struct profile *p, uint16_t flags)
 		[PW_BLOCK_IO] = "[off-cpu: uninterruptible]",
 		[PW_BLOCK_OTHER] = "[off-cpu: other]",
 	};
-	int64_t func = symtab__pseudo_func(p->symtab, labels[PW_SF_BLOCK(flags)]);
+	unsigned int reason = PW_SF_BLOCK(flags);
+	int64_t func = symtab__pseudo_func(p->symtab, labels[reason]), fid;
 
-	return func < 0 ? func : agg__frame_id(p->agg, (uint32_t)func, 0);
+	if (func < 0)
+		return func;
+	fid = agg__frame_id(p->agg, (uint32_t)func, 0);
+	if (fid >= 0)
+		p->block_fid[reason] = (uint64_t)fid + 1;
+	return fid;
+}
+
+const char *profile__block_reason(const struct profile *p, uint32_t frame_id)
+{
+	static const char *const names[PW_BLOCK__COUNT] = {
+		[PW_BLOCK_PREEMPTED] = "preempted",
+		[PW_BLOCK_SLEEP] = "sleeping",
+		[PW_BLOCK_IO] = "uninterruptible",
+		[PW_BLOCK_OTHER] = "other",
+	};
+
+	for (unsigned int i = 0; i < PW_BLOCK__COUNT; i++)
+		if (p->block_fid[i] == (uint64_t)frame_id + 1)
+			return names[i];
+	return NULL;
 }
 
 static uint64_t sample_period_ns(const struct profile *p)
@@ -323,7 +434,7 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	}
 	/* always keyed by thread: writers that group by thread need it, and the folded
 	 * writer merges stacks that print alike when thread roots are off */
-	err = note_thread(p, (uint32_t)proc, h->tid);
+	err = note_thread(p, (uint32_t)proc, h->tid, h->time_ns);
 	if (err)
 		return err;
 	if (!proc_at(p, (size_t)proc)->sampled) {
@@ -533,12 +644,31 @@ size_t profile__nprocesses(const struct profile *p)
 	return intern_count(&p->procs);
 }
 
-const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
+static const struct thread_name *thread_at(const struct profile *p, uint32_t proc, uint32_t tid)
 {
 	struct thread_key k = { proc, tid };
 	int64_t id = intern_find(&p->threads, hash_mix64((uint64_t)proc << 32 | tid), &k);
 
-	return id >= 0 ? ((const struct thread_name *)intern_at(&p->threads, (size_t)id))->comm : "?";
+	return id >= 0 ? intern_at(&p->threads, (size_t)id) : NULL;
+}
+
+const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid)
+{
+	const struct thread_name *t = thread_at(p, proc, tid);
+
+	return !t ? "?" : t->pyname[0] ? t->pyname : t->comm;
+}
+
+const char *profile__proc_thread_os_name(const struct profile *p, uint32_t proc, uint32_t tid)
+{
+	const struct thread_name *t = thread_at(p, proc, tid);
+
+	return t ? t->comm : "?";
+}
+
+const struct profile_names *profile__names(const struct profile *p)
+{
+	return &p->names;
 }
 
 const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid)
@@ -595,6 +725,19 @@ static struct profile *new_borrower(const struct profile *p)
 			continue;
 		pr.sampled = false;
 		if (intern_add(&n->procs, hash_mix64(pr.shown.target), &pr) < 0)
+			goto fail;
+	}
+	/* the names of the threads of live processes sampled in p: a thread with one sample
+	 * in the next window is named as it was, without waiting for the next read */
+	for (size_t i = 0; i < intern_count(&p->threads); i++) {
+		struct thread_name t = *(const struct thread_name *)intern_at(&p->threads, i);
+		int64_t proc = proc_index(n, proc_at(p, t.proc)->shown.target);
+
+		if (!t.sampled || proc < 0)
+			continue;
+		t.proc = (uint32_t)proc;
+		t.sampled = false;
+		if (intern_add(&n->threads, hash_mix64((uint64_t)t.proc << 32 | t.tid), &t) < 0)
 			goto fail;
 	}
 	return n;

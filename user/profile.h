@@ -173,9 +173,24 @@ size_t profile__nprocesses(const struct profile *p);
  * PROFILE_TAG_SIZE bytes are enough. */
 #define PROFILE_TAG_SIZE 64
 void profile__process_tag(const struct profile *p, uint32_t proc, char *buf, size_t size);
-/* "comm" of thread `tid` of process `proc` (an agg stack's proc) as seen when it was first
+/* The name of thread `tid` of process `proc` (an agg stack's proc): its Python name
+ * (threading.Thread.name) when it could be read, else its comm as seen when it was first
  * sampled ("?" if unknown). */
 const char *profile__proc_thread_name(const struct profile *p, uint32_t proc, uint32_t tid);
+/* Its comm only (what the kernel calls it). */
+const char *profile__proc_thread_os_name(const struct profile *p, uint32_t proc, uint32_t tid);
+
+/* How the Python thread names went: threads sampled, of them named; reads of the
+ * threading module, failed ones, ones that found it not imported, and threads it knows
+ * whose name could not be read. */
+struct profile_names {
+	uint64_t threads, named;
+	uint64_t reads, failed, no_threading, unreadable;
+};
+const struct profile_names *profile__names(const struct profile *p);
+/* "sleeping", "uninterruptible", "preempted" or "other" when agg frame `frame_id` is an
+ * off-CPU stack's leaf pseudo-frame (opts.block_frames), else NULL. */
+const char *profile__block_reason(const struct profile *p, uint32_t frame_id);
 /* The same for the process of target id `target` ("?" if unknown). */
 const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid);
 /* The symbolizer's figures (cache bytes, evictions, where entries came from). */

@@ -148,6 +148,10 @@ int pyver_table(unsigned int minor, struct py_version *out)
 
 	memset(cfg, 0, sizeof(*cfg));
 	memset(obj, 0, sizeof(*obj));
+	/* interp->modules (3.12: imports.modules), ht_cached_keys: offsetof in each version's
+	 * headers, checked against sys.modules and a Thread's type on live interpreters */
+	out->mod.interp_modules = minor == 10 ? 856 : minor == 11 ? 888 : 944;
+	out->mod.ht_cached_keys = minor == 12 ? 880 : 872;
 	o->cframe_current_frame = PW_OFF_NONE;
 	o->tstate_base_frame = PW_OFF_NONE;
 	o->frame_owner = PW_OFF_NONE;
@@ -253,6 +257,8 @@ struct dbg_layout {
 		co_adaptive;
 	uint16_t bytes_size, bytes_sval;
 	uint16_t str_state, str_length, str_ascii_size, str_compact_size;
+	uint16_t is_imports_modules; /* interpreter_state.imports_modules */
+	uint16_t ht_cached_keys;     /* not in the table: offsetof(PyHeapTypeObject, ...) */
 };
 
 static const struct dbg_layout dbg_layouts[] = {
@@ -264,7 +270,8 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .fr_instr_ptr = 248, .fr_owner = 264, .co_size = 272, .co_filename = 280,
 	  .co_name = 288, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
 	  .co_adaptive = 344, .bytes_size = 520, .bytes_sval = 528, .str_state = 544,
-	  .str_length = 552, .str_ascii_size = 560 },
+	  .str_length = 552, .str_ascii_size = 560, .is_imports_modules = 88,
+	  .ht_cached_keys = 880 },
 	{ .minor = 14, .size = 760, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
 	  .ts_native_thread_id = 224, .ts_datastack_chunk = 232, .ts_interp = 200,
@@ -273,7 +280,8 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .fr_instr_ptr = 272, .fr_owner = 288, .co_size = 312, .co_filename = 320,
 	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
 	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
-	  .str_length = 632, .str_ascii_size = 640 },
+	  .str_length = 632, .str_ascii_size = 640, .is_imports_modules = 96,
+	  .ht_cached_keys = 880 },
 	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
 	  .ts_base_frame = 216, .ts_native_thread_id = 248, .ts_datastack_chunk = 256,
@@ -283,7 +291,8 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .fr_executable = 328, .fr_instr_ptr = 336, .fr_owner = 352, .co_size = 376,
 	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
 	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
-	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744 },
+	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744,
+	  .is_imports_modules = 96, .ht_cached_keys = 888 },
 };
 
 static uint64_t dbg_u64(const uint8_t *dbg, uint16_t pos)
@@ -401,6 +410,8 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	if (L->str_compact_size)
 		obj->str_compact_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_compact_size));
 	obj->lt_format = LINETABLE_LOCATION;
+	out->mod.interp_modules = (uint16_t)(v[nv++] = dbg_u64(dbg, L->is_imports_modules));
+	out->mod.ht_cached_keys = L->ht_cached_keys;
 
 	/* Offsets come from target memory: refuse values the walker cannot use. */
 	for (i = 0; i < nv; i++) {

@@ -31,12 +31,20 @@ struct py_objlayout {
 	uint8_t tag_name_word; /* as pw_proc.code_tag_name */
 };
 
+/* Where the thread-name reader (pythreads.c) starts: sys.modules in the interpreter state,
+ * and a heap type's shared attribute keys (ht_cached_keys). 0: not known. */
+struct py_modlayout {
+	uint16_t interp_modules;
+	uint16_t ht_cached_keys;
+};
+
 struct py_version {
 	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	unsigned int major, minor, micro;
 	bool free_threaded; /* set (with -ENOTSUP) for a free-threaded build */
 	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
 	struct py_objlayout obj;
+	struct py_modlayout mod;
 };
 
 /* "3.11.2", or "3.10" when the build does not record its micro version (3.10 has no

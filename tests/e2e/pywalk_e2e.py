@@ -360,6 +360,12 @@ def source_markers(script):
 END_MARKER_RE = re.compile(r"#\s*@(\w+)\s*$")
 
 
+def ks_thread_names(pid, tids):
+    """{tid: name} of known_shape.py's threads as outputs name them: threading's names
+    (Thread.name, read from the target), not their OS names (/proc's comm)."""
+    return dict((tid, "MainThread" if tid == pid else "ks-worker") for tid in tids)
+
+
 def markers(script):
     """{name: line} of the '# @name' comments that end lines of tests/targets/<script>."""
     found = {}

@@ -483,7 +483,10 @@ class Pprof:
 
 
 _TIME_RE = re.compile(r"^Time: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d+))? ([+-]\d{4})")
-_LOC_RE = re.compile(r"^\s+(\d+): 0x[0-9a-f]+(?: M=\d+)? (\S+) (\S+):(\d+)(?: s=\d+\(.*\))?$")
+# a pseudo-frame ("[off-cpu: sleeping]") has a space in its name and no file; a frozen
+# module's file is "<frozen site>"
+_LOC_RE = re.compile(r"^\s+(\d+): 0x[0-9a-f]+(?: M=\d+)? (\[[^\]]*\]|\S+) (.*?):(\d+)"
+                     r"(?: s=\d+\(.*\))?$")
 _LABEL_RE = re.compile(r"(\w+):\[([^\]]*)\]")
 
 

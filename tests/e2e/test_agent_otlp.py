@@ -468,8 +468,8 @@ def test_otlp_stacks_are_the_known_shape(run):
             tid, name = attrs.get("thread.id"), attrs.get("thread.name")
             assert tid in run.tids, "thread.id %r is not a thread of %d (%s)" % (
                 tid, run.pid, run.tids)
-            assert name == run.comms[tid], "thread %d named %r, /proc says %r" % (
-                tid, name, run.comms[tid])
+            want = e2e.ks_thread_names(run.pid, run.tids).get(tid)
+            assert name == want, "thread %d named %r, threading says %r" % (tid, name, want)
             for qual, path, line, start in frames:
                 if path == run.script:
                     want = run.defs.get(qual)

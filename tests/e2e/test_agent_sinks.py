@@ -368,7 +368,9 @@ def test_delivery_to_both_back_ends(pywalk, interp, target, receivers, agents, d
                 tid = nl.get("thread_id")
                 assert tid in target.comms, "%s: thread_id %s is not one of %s" % (
                     ctx, tid, sorted(target.comms))
-                assert sl.get("thread_name") == target.comms[tid], "%s: %s" % (ctx, sl)
+                assert sl.get("thread_name") == e2e.ks_thread_names(target.pid, [tid])[tid], \
+                    "%s: %s" % (ctx, sl)
+                assert sl.get("os_thread_name") == target.comms[tid], "%s: %s" % (ctx, sl)
                 assert nl.get("pid") == target.pid, "%s: %s" % (ctx, nl)
                 for k in ("service_name", "host", "python_version"):
                     assert sl.get(k) == want_labels[k], "%s: sample label %s=%r" % (

@@ -311,8 +311,9 @@ def test_all_finds_every_workload_under_its_own_root(all_recording):
             assert task and task[1] in w.tids, \
                 "%s: second frame %r is not 'COMM (TID)' of its threads %s" % (
                     w.name, frames[:1], w.tids)
-            assert task[0] == w.comms[task[1]], "%s TID %d: comm %r, /proc says %r" % (
-                w.name, task[1], task[0], w.comms[task[1]])
+            want = e2e.ks_thread_names(w.pid, w.tids)[task[1]]
+            assert task[0] == want, "%s TID %d: named %r, threading says %r" % (
+                w.name, task[1], task[0], want)
         bad = e2e.unknown_frames([(frames, n) for _, frames, n in r.by_pid[w.pid]])
         assert not bad, "%s: unknown frames %s" % (w.name, bad.most_common(5))
 

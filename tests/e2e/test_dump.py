@@ -3,7 +3,9 @@
 stack of one instant, exact (qualname, file and line of every frame, innermost first), each
 thread under its own tid with its state and wait channel; the process runs on afterwards,
 untraced; --json parses and says the same; --nonblocking reads without pausing; a thread
-name with terminal escapes is printed inert; bad input fails with one clear line."""
+name with terminal escapes is printed inert; bad input fails with one clear line.
+Against tests/targets/names_target.py: each thread's Python name (threading's, read from the
+target) beside its OS name, with its exact stack and state."""
 import json
 import os
 import re
@@ -15,7 +17,7 @@ import pywalk_e2e as e2e
 from pywalk_e2e import ks
 
 FRAME_RE = re.compile(r"^    (.+) \((.+):(\d+)\)$")
-THREAD_RE = re.compile(r'^Thread (\d+) "(.*)" \((.+?)\):?$')
+THREAD_RE = re.compile(r'^Thread (\d+) "(.*?)"(?:, Python "(.*)")? \((.+?)\):?$')
 
 
 def WAITS(script, m):
@@ -27,13 +29,13 @@ def WAITS(script, m):
 
 
 def parse_text(out):
-    """{tid: (name, state text, [(function, file, line)] innermost first)}"""
+    """{tid: (name, state text, [(function, file, line)] innermost first, Python name)}"""
     threads, cur = {}, None
     for line in out.splitlines():
         m = THREAD_RE.match(line)
         if m:
             cur = int(m.group(1))
-            threads[cur] = (m.group(2), m.group(3), [])
+            threads[cur] = (m.group(2), m.group(4), [], m.group(3))
             continue
         f = FRAME_RE.match(line)
         if f and cur is not None:
@@ -47,7 +49,7 @@ def check_threads(threads, t, m):
     assert sorted(threads) == tids, (sorted(threads), tids)
     script = t.script_path
     seen = set()
-    for tid, (name, state, frames) in threads.items():
+    for tid, (name, state, frames, *_) in threads.items():
         assert frames, (tid, state)
         leaf, root = frames[0], frames[-1]
         if tid == t.pid:
@@ -191,3 +193,74 @@ def test_dumps_of_a_busy_program_are_always_possible(pywalk, interp, start_targe
     print("%s: %d stacks shown, %d rejected (not paused) in 20 dumps" % (
         interp, shown, rejected))
     assert shown >= 20, (shown, rejected)
+
+
+# names_target.py: {Python name: (OS name on 3.14+ (None: the process's), function names
+# root first below the leaf's (suffixes: 3.10 has no qualnames), leaf function, marker)}
+THREADING = ("_bootstrap", "_bootstrap_inner", "run")
+NAMED = {
+    "MainThread": (None, (), "<module>", "main_sleep"),
+    "deadlocked": ("deadlocked", THREADING, "deadlocked", "dead_lock"),
+    "sleeper-with-a-name-longer-than-15": ("sleeper-with-a-", THREADING, "sleeper",
+                                           "sleeper_sleep"),
+    "busy": ("busy", THREADING, "spin", "spin"),
+    "ThreadPoolExecutor-0_0": ("ThreadPoolExecu", THREADING + ("_worker", "run"), "task",
+                               "task_sleep"),
+    "renamed-\u00e9\u2713": ("before-rename", THREADING, "renamed", "renamed_sleep"),
+}
+
+
+def check_named(threads, t, interp, m):
+    """{tid: (OS name, state text, frames leaf first, Python name)}: every thread under its
+    Python name, at its exact place, with its OS name and state."""
+    with open("/proc/%d/comm" % t.pid) as f:
+        comm = f.read().rstrip("\n")
+    assert sorted(threads) == sorted(t.tids()), (sorted(threads), t.tids())
+    by_name = {}
+    for tid, (os_name, state, frames, py_name) in threads.items():
+        assert py_name in NAMED, (tid, os_name, py_name)
+        by_name[py_name] = (tid, os_name, state, frames)
+    assert sorted(by_name) == sorted(NAMED), sorted(by_name)
+    assert by_name["MainThread"][0] == t.pid
+    modern = tuple(int(x) for x in interp.version.split(".")) >= (3, 14)
+    for py_name, (tid, os_name, state, frames) in by_name.items():
+        want_os, below, leaf_fn, mark = NAMED[py_name]
+        # the OS name tells the long name and the renamed thread apart from their Python
+        # names on every version: cut to 15 bytes, or the name it had when it started
+        assert os_name == (want_os if modern and want_os else comm), (py_name, os_name)
+        if py_name.startswith("ThreadPoolExecutor") and modern:
+            below = below + ("WorkerContext.run",)  # 3.14+: the worker's context runs it
+        fns = [f[0] for f in reversed(frames)]
+        assert len(fns) == len(below) + 1, (py_name, frames)
+        assert all(fn.endswith(w) for fn, w in zip(fns, below)), (py_name, frames)
+        leaf = frames[0]
+        assert leaf[0] == leaf_fn and leaf[1] == t.script_path, (py_name, frames)
+        if py_name == "busy":
+            # anywhere in its loop; running, or waiting a moment for the GIL
+            assert m["spin"] - 2 <= leaf[2] <= m["spin"] + 1, frames
+            assert state.startswith(("running", "sleeping in futex")), state
+        else:
+            assert leaf[2] == m[mark], (py_name, frames)
+            if py_name == "deadlocked":
+                assert state.startswith("sleeping in futex"), state  # on its lock
+            else:
+                # in its sleep; or, for a moment, just woken (still at its sleep's line)
+                assert state.startswith(("sleeping", "running")), (py_name, state)
+
+
+def test_dump_python_thread_names(pywalk, interp, start_target):
+    m = e2e.markers("names_target.py")
+    t = start_target(interp, script="names_target.py")
+    time.sleep(0.3)  # the main thread in its loop
+    r = e2e.run_pywalk(["dump", "-p", t.pid])
+    assert r.returncode == 0, r.stderr
+    assert "Python thread names" not in r.stdout, r.stdout  # nothing missing
+    check_named(parse_text(r.stdout), t, interp, m)
+    r = e2e.run_pywalk(["dump", "-p", t.pid, "--json"])
+    assert r.returncode == 0, r.stderr
+    (p,) = json.loads(r.stdout)["processes"]
+    assert p["python_names"] == {"threads": 6, "named": 6, "unreadable": 0}, p["python_names"]
+    check_named({th["tid"]: (th["name"], "sleeping in " + th["wchan"] if th["state"] == "S" else
+                             "running" if th["state"] == "R" else th["state"],
+                             [(f["function"], f["file"], f["line"]) for f in th["frames"]],
+                             th["python_name"]) for th in p["threads"]}, t, interp, m)

@@ -120,10 +120,10 @@ def test_record_thread_frames_are_the_targets_threads(recording):
     for frames, _ in r.require_output():
         task = e2e.parse_task_frame(frames[0])
         assert task, "first frame %r is not 'COMM (TID)'" % frames[0]
-        comm, tid = task
+        name, tid = task
         assert tid in r.tids, "TID %d is not a thread of PID %d (%s)" % (tid, r.pid, r.tids)
-        assert comm == r.comms[tid], "TID %d: comm %r, /proc says %r" % (
-            tid, comm, r.comms[tid])
+        want = e2e.ks_thread_names(r.pid, r.tids)[tid]
+        assert name == want, "TID %d: named %r, threading says %r" % (tid, name, want)
         seen.add(tid)
     assert len(r.tids) == 2, "workload should have 2 threads, has %s" % r.tids
     assert seen == set(r.tids), "sampled threads %s, workload threads %s\n%s" % (
@@ -251,8 +251,8 @@ def test_two_pids_with_threads(pywalk, interp, start_target, out_path):
         assert task and task[1] in info[pid][2], \
             "second frame %r is not 'COMM (TID)' of a thread of PID %d (%s)" % (
                 frames[1:2], pid, sorted(info[pid][2]))
-        assert task[0] == info[pid][2][task[1]], "TID %d: comm %r, /proc says %r" % (
-            task[1], task[0], info[pid][2][task[1]])
+        want = e2e.ks_thread_names(pid, info[pid][2])[task[1]]
+        assert task[0] == want, "TID %d: named %r, threading says %r" % (task[1], task[0], want)
         key = (pid, task[1])
         if key not in scores:
             is_main = task[1] == pid

@@ -37,6 +37,8 @@ def nap():
         # a thread name that would clear a terminal and retitle it, if printed raw
         import ctypes
         ctypes.CDLL(None).prctl(15, b"\x1b[2J\x1b]0;x\x07", 0, 0, 0)  # PR_SET_NAME
+        # and threading's name, which outputs show where they name a thread
+        threading.current_thread().name = "\x1b[2J\x1b]0;x\x07"
     named.set()
     while True:
         time.sleep(0.2)  # @nap_sleep

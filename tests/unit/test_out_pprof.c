@@ -110,7 +110,7 @@ struct decoded {
 	uint64_t sample_types[4][2], period_type[2], period, duration, time, dflt;
 	size_t nsample_types;
 	struct {
-		uint64_t locs[8], values[2], label_keys[4], label_strs[4], label_nums[4];
+		uint64_t locs[8], values[2], label_keys[8], label_strs[8], label_nums[8];
 		size_t nlocs, nvalues, nlabels;
 	} samples[8];
 	size_t nsamples;
@@ -174,7 +174,7 @@ static void decode(const char *gz, size_t len, struct decoded *d)
 				} else if (f == 2) {
 					s->nvalues += pbr_ints(v, &s2, len2, s->values, 2);
 				} else if (f == 3) {
-					size_t l = s->nlabels++;
+					size_t l = s->nlabels < 8 ? s->nlabels++ : 7;
 
 					while (s2.p < s2.end) {
 						uint32_t lf = pbr_next(&s2, &v, &s3);
@@ -293,13 +293,15 @@ static void test_pprof_decodes_to_the_profile(void **state)
 	assert_int_equal(d.samples[0].values[1], 3 * 10101010);
 	assert_int_equal(d.samples[1].nlocs, 1);
 	assert_int_equal(d.samples[1].values[0], 1);
-	assert_int_equal(d.samples[0].nlabels, 3);
+	assert_int_equal(d.samples[0].nlabels, 4);
 	assert_string_equal(str(&d, d.samples[0].label_keys[0]), "pid");
 	assert_int_equal(d.samples[0].label_nums[0], getpid());
 	assert_string_equal(str(&d, d.samples[0].label_keys[1]), "tid");
 	assert_int_equal(d.samples[0].label_nums[1], 101);
 	assert_string_equal(str(&d, d.samples[0].label_keys[2]), "thread_name");
 	assert_string_equal(str(&d, d.samples[0].label_strs[2]), "?");
+	assert_string_equal(str(&d, d.samples[0].label_keys[3]), "os_thread_name");
+	assert_string_equal(str(&d, d.samples[0].label_strs[3]), "?");
 
 	assert_int_equal(d.nlocations, 2);
 	assert_int_equal(d.locations[1][0], 2); /* id */
