@@ -470,17 +470,9 @@ struct engine *engine__new(const struct engine_opts *opts)
 	}
 	if (opts->gil_stats)
 		e->gil = gilstats__new();
-	if (e->s.kernel) {
-		if (opts->aggregate) {
-			pw_err("--kernel cannot go with --aggregate: the kernel counts stacks of "
-			       "Python frames only\n");
-			new_failure = EXIT_USAGE;
-			goto fail;
-		}
+	/* (trace refuses --kernel with --aggregate: the kernel's counts hold no kernel stack) */
+	if (e->s.kernel)
 		e->xs = xstack__new();
-		e->ksyms = open_kernel_symbols();
-		popts.ksyms = e->ksyms;
-	}
 	e->prof = profile__new(&popts);
 	if (!e->cache || !e->prof ||
 	    ((e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL) && !e->off) ||
@@ -679,6 +671,11 @@ int engine__start(struct engine *e)
 	if (!e->ld) {
 		pw_err("%s\n", why);
 		return -errno;
+	}
+	/* read once pywalk's own programs are loaded: their frames are told apart by name */
+	if (e->s.kernel) {
+		e->ksyms = open_kernel_symbols();
+		profile__set_ksyms(e->prof, e->ksyms);
 	}
 	if (loader__sampled_tasks(e->ld))
 		pw_debug("perf events on the target%s %zu thread%s (and on what %s), not on every "

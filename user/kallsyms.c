@@ -183,6 +183,24 @@ bool kallsyms__lookup(const struct kallsyms *k, uint64_t addr, struct kallsyms_h
 	return true;
 }
 
+bool kallsyms__is_bpf_glue(const struct kallsyms *k, uint64_t addr)
+{
+	static const char *const glue[] = { "bpf_trace_run", "__bpf_trace_", "__traceiter_",
+					    "trace_call_bpf", "bpf_dispatcher_", "__bpf_prog_",
+					    "perf_trace_", "bpf_get_stack", "perf_syscall_",
+					    "bpf_overflow_handler", "__perf_event_overflow" };
+	struct kallsyms_hit hit;
+
+	if (!kallsyms__lookup(k, addr, &hit))
+		return false;
+	if (!strcmp(hit.module, "bpf"))
+		return true;
+	for (size_t i = 0; i < sizeof(glue) / sizeof(glue[0]); i++)
+		if (!strncmp(hit.name, glue[i], strlen(glue[i])))
+			return true;
+	return false;
+}
+
 uint64_t kallsyms__first(const struct kallsyms *k)
 {
 	return k->n ? k->syms[0].addr : 0;

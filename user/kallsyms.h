@@ -37,6 +37,10 @@ struct kallsyms_hit {
 /* The symbol `addr` lies in: true and *hit filled, or false (below the first symbol, or a
  * restricted table). */
 bool kallsyms__lookup(const struct kallsyms *k, uint64_t addr, struct kallsyms_hit *hit);
+/* Is `addr` in the code that runs a BPF program (the program itself, listed in module
+ * "bpf", and the tracepoint glue that calls it)? A stack a program takes of its own
+ * context begins with these frames: they are the profiler, not the profiled. */
+bool kallsyms__is_bpf_glue(const struct kallsyms *k, uint64_t addr);
 /* The lowest symbol address (0 when none). */
 uint64_t kallsyms__first(const struct kallsyms *k);
 const struct kallsyms_stats *kallsyms__stats(const struct kallsyms *k);

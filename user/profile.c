@@ -172,6 +172,11 @@ void profile__free(struct profile *p)
 	free(p);
 }
 
+void profile__set_ksyms(struct profile *p, const struct kallsyms *k)
+{
+	p->opts.ksyms = k;
+}
+
 /* Index of the process with target id `target`, or -1. */
 static int64_t proc_index(const struct profile *p, uint32_t target)
 {
@@ -387,12 +392,23 @@ static int64_t kernel_frame_id(struct profile *p, uint64_t addr)
  * and the innermost function last. 0 or a negative errno. */
 static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *n)
 {
-	uint32_t nips = ks->len / sizeof(uint64_t);
+	uint32_t nips = ks->len / sizeof(uint64_t), leaf = 0;
 	const uint8_t *ips = (const uint8_t *)(ks + 1);
+	const struct kallsyms *k = p->opts.ksyms;
 
 	if (nips > PW_KSTACK_MAX)
 		nips = PW_KSTACK_MAX;
-	for (uint32_t i = nips; i-- > 0;) {
+	/* a tracing program's stack starts inside the program and what called it: those are
+	 * pywalk's own frames, left out (the rest is where the thread was) */
+	while (k && leaf < nips) {
+		uint64_t addr;
+
+		memcpy(&addr, ips + (size_t)leaf * sizeof(addr), sizeof(addr));
+		if (!kallsyms__is_bpf_glue(k, addr))
+			break;
+		leaf++;
+	}
+	for (uint32_t i = nips; i-- > leaf;) {
 		uint64_t addr;
 		int64_t fid;
 

@@ -125,6 +125,9 @@ struct profile *profile__rotate(struct profile *p);
  * p only. Free it before p. NULL on ENOMEM. */
 struct profile *profile__new_tap(const struct profile *p);
 
+/* --kernel: the kernel symbols that name kernel frames from now on (opts.ksyms). */
+void profile__set_ksyms(struct profile *p, const struct kallsyms *k);
+
 /* Track a target (t->id set); records of other target ids are dropped. 0 or -ENOMEM. */
 int profile__add_target(struct profile *p, const struct target *t);
 /* Target `id` ended (exit or exec): its symbols are freed; its samples stay counted. */
