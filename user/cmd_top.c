@@ -182,7 +182,13 @@ static const char *names_func(void *ctx, uint32_t func)
 
 static const char *names_file(void *ctx, uint32_t func)
 {
-	return symtab__func_file(profile__symtab(((struct names_ctx *)ctx)->prof), func);
+	const struct symtab *st = profile__symtab(((struct names_ctx *)ctx)->prof);
+	const char *file = symtab__func_file(st, func);
+
+	/* the kernel proper has no file: say where the function is */
+	if (symtab__func_kind(st, func) == FRAME_KERNEL && !*file)
+		return "[kernel]";
+	return file;
 }
 
 static int names_line(void *ctx, uint32_t func)
