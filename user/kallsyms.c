@@ -56,7 +56,7 @@ static size_t held(const struct kallsyms *k)
 	return k->cap * sizeof(*k->syms) + k->names_cap;
 }
 
-/* One line into the table; false when it is no text symbol. -ENOMEM. */
+/* One line into the table (counted as skipped when it is no text symbol). 0 or -ENOMEM. */
 static int parse_line(struct kallsyms *k, char *line, uint64_t *last_mod, size_t budget,
 		      bool *any_nonzero)
 {

@@ -849,6 +849,7 @@ static struct profile *new_borrower(const struct profile *p)
 	n->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
 	n->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
 	n->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
+	n->kcache = (struct intern)INTERN_INIT(struct kcache_entry, kcache_eq);
 	n->fcache_max = p->fcache_max;
 	n->symtab = p->symtab;
 	n->agg = agg__new();

@@ -115,7 +115,6 @@ void xstack__free(struct xstack *x)
 	if (!x)
 		return;
 	drop_all(x);
-	x->st.unpaired = 0;
 	intern_free(&x->pending);
 	free(x->out);
 	free(x);

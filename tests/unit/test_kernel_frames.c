@@ -49,28 +49,15 @@ static void kernel_sample(struct fx *fx, struct xstack *xs, const uint64_t *code
 			  const uint64_t *ips, uint32_t nips, uint64_t t, bool ship_stack,
 			  bool ship_sample)
 {
-	size_t size = sizeof(struct pw_sample_hdr) + n * sizeof(struct pw_frame), out_size;
-	struct pw_sample_hdr *h = calloc(1, size);
-	struct pw_frame *frames = (struct pw_frame *)(h + 1);
 	struct pw_kstack ks = { .hdr = { .kind = PW_REC_KSTACK, .tid = (uint32_t)gettid(),
 					 .time_ns = t, .len = nips * 8 } };
+	struct pw_sample_hdr *h;
+	size_t size, out_size;
 	const void *out;
 
-	h->kind = PW_REC_SAMPLE;
-	h->target = fx->t.id;
-	h->pid = (uint32_t)getpid();
-	h->tid = (uint32_t)gettid();
-	h->nframes = (uint16_t)n;
-	h->time_ns = t;
+	fx->time_ns = t;
+	h = fx_record(fx, 0, 0, 0, codes, n, &size);
 	h->flags = PW_SF_KSTACK;
-	for (uint32_t i = 0; i < n; i++) {
-		const uint8_t *co = (const uint8_t *)(uintptr_t)codes[n - 1 - i];
-		__u64 words[PW_CODE_TAG_WORDS] = { 0 };
-
-		memcpy(words, co + FX_TAG_OFF, FX_TAG_SIZE);
-		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i], .instr = PW_INSTR_NONE,
-					       .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
-	}
 	memcpy(ks.ips, ips, nips * 8);
 	if (ship_stack)
 		assert_int_equal(xstack__add_stack(xs, &ks, sizeof(ks.hdr) + nips * 8), 0);
@@ -148,21 +135,6 @@ static void test_kernel_frames_at_the_leaf_in_order(void **state)
 	kallsyms__free(k);
 }
 
-static char *run(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL, chunk[4096];
-	size_t size = 0, n;
-	FILE *m = open_memstream(&buf, &size);
-
-	assert_non_null(p);
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(m);
-	assert_int_equal(pclose(p), 0);
-	return buf;
-}
-
 /* pprof: the kernel's Mapping, and each kernel Location at its real address in it */
 static void test_kernel_frames_in_pprof(void **state)
 {
@@ -189,12 +161,12 @@ static void test_kernel_frames_in_pprof(void **state)
 	assert_int_equal(write(fd, out, len), (ssize_t)len);
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "go tool pprof -raw %s 2>&1", path);
-	raw = run(cmd);
+	raw = fx_command_output(cmd);
 	assert_non_null(strstr(raw, "0x8000000000000000/0xffffffffffffffff/0x0 [kernel.kallsyms]"));
 	assert_non_null(strstr(raw, "0xffffffff81003020 M=1 vfs_read"));
 	assert_non_null(strstr(raw, "0xffffffff81001040 M=1 do_syscall_64"));
 	snprintf(cmd, sizeof(cmd), "go tool pprof -traces %s 2>&1", path);
-	traces = run(cmd);
+	traces = fx_command_output(cmd);
 	/* leaf first, as pprof prints a trace */
 	assert_non_null(strstr(traces, "vfs_read\n             do_syscall_64\n"
 				       "             entry_SYSCALL_64\n             <module>\n"));
@@ -202,6 +174,46 @@ static void test_kernel_frames_in_pprof(void **state)
 	free(raw);
 	free(traces);
 	free(out);
+	xstack__free(xs);
+	fx_free(fx);
+	kallsyms__free(k);
+}
+
+/* The agent's windows: a rotated profile and the one going on each name kernel frames */
+static void test_kernel_frames_across_windows(void **state)
+{
+	struct kallsyms *k = load_kallsyms(kallsyms_text);
+	struct fx *fx = fx_new(&(struct profile_opts){ .ksyms = k }, "proc");
+	struct xstack *xs = xstack__new();
+	uint64_t mod = fx_code(fx, "<module>", "/app.py", 9);
+	uint64_t ips[] = { A_READ, A_SYSCALL, A_ENTRY };
+	const char *want = "<module> (/app.py:9);entry_SYSCALL_64 [kernel];do_syscall_64 [kernel];"
+			   "vfs_read [kernel] 2\n";
+	struct profile *w;
+	size_t len;
+	char *out;
+
+	(void)state;
+	kernel_sample(fx, xs, (uint64_t[]){ mod }, 1, ips, 3, 100, true, true);
+	kernel_sample(fx, xs, (uint64_t[]){ mod }, 1, ips, 3, 101, true, true);
+	w = profile__rotate(fx->p);
+	assert_non_null(w);
+	/* twice: the second time its addresses are in the window's own frame cache */
+	kernel_sample(fx, xs, (uint64_t[]){ mod }, 1, ips, 3, 200, true, true);
+	kernel_sample(fx, xs, (uint64_t[]){ mod }, 1, ips, 3, 201, true, true);
+	out = fx_write(fx, out_folded_write, &len);
+	assert_string_equal(out, want);
+	free(out);
+	{
+		struct profile *live = fx->p;
+
+		fx->p = w;
+		out = fx_write(fx, out_folded_write, &len);
+		fx->p = live;
+		assert_string_equal(out, want);
+		free(out);
+	}
+	profile__free(w);
 	xstack__free(xs);
 	fx_free(fx);
 	kallsyms__free(k);
@@ -256,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_frames_at_the_leaf_in_order),
 		cmocka_unit_test(test_kernel_frames_in_pprof),
+		cmocka_unit_test(test_kernel_frames_across_windows),
 		cmocka_unit_test(test_restricted_kallsyms_gives_unsymbolized_frames),
 		cmocka_unit_test(test_unknown_address_is_named_by_it),
 	};

@@ -346,22 +346,6 @@ static void test_pprof_strings_are_valid_utf8(void **state)
 
 /* --- go tool pprof ------------------------------------------------------------------ */
 
-static char *run(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t size = 0, n;
-	char chunk[4096];
-	FILE *m = open_memstream(&buf, &size);
-
-	assert_non_null(p);
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(m);
-	assert_int_equal(pclose(p), 0);
-	return buf;
-}
-
 static void test_pprof_go_tool_reads_hostile_names(void **state)
 {
 	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
@@ -387,7 +371,7 @@ static void test_pprof_go_tool_reads_hostile_names(void **state)
 	close(fd);
 
 	snprintf(cmd, sizeof(cmd), "go tool pprof -raw %s 2>&1", path);
-	raw = run(cmd);
+	raw = fx_command_output(cmd);
 	assert_non_null(strstr(raw, "PeriodType: cpu nanoseconds\n"));
 	assert_non_null(strstr(raw, "Period: 10101010\n"));
 	assert_non_null(strstr(raw, "Duration: 2s\n"));
@@ -401,7 +385,7 @@ static void test_pprof_go_tool_reads_hostile_names(void **state)
 	assert_non_null(strstr(raw, "<module> /srv/app.py:1 s=1"));
 
 	snprintf(cmd, sizeof(cmd), "go tool pprof -top -sample_index=samples %s 2>&1", path);
-	top = run(cmd);
+	top = fx_command_output(cmd);
 	/* 10 + 8 samples; the heaviest leaf is the first hostile name */
 	assert_non_null(strstr(top, "Showing nodes accounting for 18, 100% of 18 total"));
 	assert_non_null(strstr(top, "        10 55.56% 55.56%         10 55.56%  semi;colon\n"));
