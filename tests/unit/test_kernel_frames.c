@@ -144,22 +144,13 @@ static void test_kernel_frames_in_pprof(void **state)
 	uint64_t mod = fx_code(fx, "<module>", "/app.py", 9);
 	uint64_t ips[] = { A_READ, A_SYSCALL, A_ENTRY };
 	char path[] = "/tmp/pywalk-test-XXXXXX.pb.gz", cmd[256];
-	size_t len;
-	char *out, *raw, *traces;
-	int fd;
+	char *raw, *traces;
 
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1")) {
-		print_message("SKIP: go not installed (apt-get install golang-go)\n");
+	if (!fx_have_go())
 		skip();
-	}
 	kernel_sample(fx, xs, (uint64_t[]){ mod }, 1, ips, 3, 100, true, true);
-	out = fx_write(fx, out_pprof_write, &len);
-	assert_non_null(out);
-	fd = mkstemps(path, 6);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, out, len), (ssize_t)len);
-	close(fd);
+	fx_write_file(fx, out_pprof_write, path, 6);
 	snprintf(cmd, sizeof(cmd), "go tool pprof -raw %s 2>&1", path);
 	raw = fx_command_output(cmd);
 	assert_non_null(strstr(raw, "0x8000000000000000/0xffffffffffffffff/0x0 [kernel.kallsyms]"));
@@ -173,7 +164,6 @@ static void test_kernel_frames_in_pprof(void **state)
 	unlink(path);
 	free(raw);
 	free(traces);
-	free(out);
 	xstack__free(xs);
 	fx_free(fx);
 	kallsyms__free(k);

@@ -247,6 +247,35 @@ FX_API char *fx_command_output(const char *cmd)
 	return buf;
 }
 
+static int write_all_or_abort(int fd, const char *buf, size_t len)
+{
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* Is `go` there to run `go tool pprof`? Says why not (the caller skips). */
+FX_API bool fx_have_go(void)
+{
+	if (!system("command -v go >/dev/null 2>&1"))
+		return true;
+	printf("SKIP: go not installed (apt-get install golang-go)\n");
+	return false;
+}
+
+/* Run a writer into a new file at `path` (a mkstemps template ending in a suffix of
+ * `suffix_len` characters), for a tool to read. */
+FX_API void fx_write_file(const struct fx *fx, int (*write)(FILE *, const struct profile *),
+			  char *path, int suffix_len)
+{
+	size_t len;
+	char *out = fx_write(fx, write, &len);
+	int fd = mkstemps(path, suffix_len);
+
+	if (!out || fd < 0 || write_all_or_abort(fd, out, len))
+		abort();
+	close(fd);
+	free(out);
+}
+
 /* Names no writer may let escape its syntax (what a hostile target can choose). */
 static const char *const fx_hostile[] __attribute__((unused)) = {
 	"semi;colon",

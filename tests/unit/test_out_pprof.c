@@ -349,26 +349,18 @@ static void test_pprof_strings_are_valid_utf8(void **state)
 static void test_pprof_go_tool_reads_hostile_names(void **state)
 {
 	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
-	size_t n = sizeof(fx_hostile) / sizeof(fx_hostile[0]), len;
+	size_t n = sizeof(fx_hostile) / sizeof(fx_hostile[0]);
 	char path[] = "/tmp/pywalk-test-XXXXXX.pb.gz", cmd[256];
 	uint64_t root = fx_code(fx, "<module>", "/srv/app.py", 1);
-	char *out, *raw, *top;
-	int fd;
+	char *raw, *top;
 
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1")) {
-		print_message("SKIP: go not installed (apt-get install golang-go)\n");
+	if (!fx_have_go())
 		skip();
-	}
 	for (size_t i = 0; i < n; i++)
 		fx_sample(fx, 0, (uint64_t[]){ root, fx_code(fx, fx_hostile[i], fx_hostile[i], 7) },
 			  2, i ? 1 : 10);
-	out = fx_write(fx, out_pprof_write, &len);
-	assert_non_null(out);
-	fd = mkstemps(path, 6);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, out, len), (ssize_t)len);
-	close(fd);
+	fx_write_file(fx, out_pprof_write, path, 6);
 
 	snprintf(cmd, sizeof(cmd), "go tool pprof -raw %s 2>&1", path);
 	raw = fx_command_output(cmd);
@@ -392,7 +384,6 @@ static void test_pprof_go_tool_reads_hostile_names(void **state)
 	unlink(path);
 	free(raw);
 	free(top);
-	free(out);
 	fx_free(fx);
 }
 
