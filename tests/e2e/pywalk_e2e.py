@@ -36,6 +36,7 @@ SUMMARY_LABELS = (
     "rejected: depth bound",
     "rejected: read fault",
     "rejected: bad frame",
+    "rejected: kernel stack unreadable",
     "lost (ring buffer full)",
     "lost (interrupted a walk)",
 )
