@@ -224,8 +224,9 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct rb_count *c = ctx;
 	const struct pw_sample_hdr *h = data;
 
-	if (size >= sizeof(*h) && h->kind != PW_REC_SAMPLE)
-		return 0; /* a code record, shipped once per code object and CPU */
+	/* a code record (shipped once per code object and CPU), a --kernel stack record */
+	if (size >= sizeof(h->kind) && h->kind != PW_REC_SAMPLE)
+		return 0;
 	c->records++;
 	if (size < sizeof(*h) || h->nframes != c->want_frames)
 		c->wrong_depth++;
@@ -292,9 +293,10 @@ struct opts {
 	int exit_path; /* 1: `pid` is not registered, measure the early exit */
 	int hold;      /* 1: just hold the empty program on every CPU's perf event */
 	__u32 prog_id; /* progcost: the loaded program to measure */
+	int kernel;    /* 1: pywalk's --kernel (each sample ships its kernel stack first) */
 };
 
-static struct pywalk_bpf *pywalk_load(__u32 max_depth)
+static struct pywalk_bpf *pywalk_load(__u32 max_depth, int kernel)
 {
 	struct pywalk_bpf *skel = pywalk_bpf__open();
 	int err;
@@ -302,6 +304,7 @@ static struct pywalk_bpf *pywalk_load(__u32 max_depth)
 	if (!skel)
 		return NULL;
 	skel->rodata->max_depth = max_depth;
+	skel->rodata->kernel_stacks = kernel;
 	err = bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
 	if (!err)
 		err = pywalk_bpf__load(skel);
@@ -362,7 +365,7 @@ static int measure(const struct opts *o)
 		if (err)
 			goto out;
 	}
-	skel = pywalk_load(o->max_depth);
+	skel = pywalk_load(o->max_depth, o->kernel);
 	if (!skel) {
 		err = -errno;
 		snprintf(why, sizeof(why), "cannot load pywalk's BPF program: %s", strerror(errno));
@@ -600,7 +603,8 @@ static void usage(FILE *f)
 		   "  -n, --rounds N        rounds per program (default 5)\n"
 		   "  -t, --round-ms MS     length of one round (default 1000)\n"
 		   "      --max-depth N     pywalk's --max-depth (default %d)\n"
-		   "      --prog-id ID      progcost: id of a loaded perf_event program\n",
+		   "      --prog-id ID      progcost: id of a loaded perf_event program\n"
+		   "      --kernel          bpfcost: pywalk's --kernel (kernel stack per sample)\n",
 		PW_DEFAULT_MAX_DEPTH);
 }
 
@@ -613,6 +617,7 @@ int main(int argc, char **argv)
 		{ "round-ms", required_argument, NULL, 't' },
 		{ "max-depth", required_argument, NULL, 'D' },
 		{ "prog-id", required_argument, NULL, 'P' },
+		{ "kernel", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -653,6 +658,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			bad = parse_u32(optarg, 1, 0x7fffffff, &o.prog_id);
+			break;
+		case 'K':
+			o.kernel = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -287,6 +287,8 @@ def section_bpf(cfg, interps):
             for depth in depths:
                 bpf_cell(cfg, out, interp, depth, rounds, round_ms, peers.get("ustack"))
         bpf_exit(cfg, out, rounds, round_ms, peers.get("pid_filter"))
+        kinterp = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or interps[0]
+        out["kernel"] = bpf_kernel_cells(cfg, out, kinterp, rounds, round_ms)
     finally:
         for p, _ in peers.values():
             stop(p, signal.SIGINT)
@@ -334,6 +336,42 @@ def bpf_cell(cfg, out, interp, depth, rounds, round_ms, ustack):
         log("bpf %s depth %d failed: %s" % (interp.label, depth, e))
     finally:
         stop(p)
+
+
+def bpf_kernel_cells(cfg, out, interp, rounds, round_ms):
+    """--kernel's cost per sample: pywalk's program with and without it at 99 and 999 Hz, on
+    a 10-frame stack spinning in Python (samples in user mode: an empty kernel stack) and
+    on one calling os.getppid() in a loop (most samples in the kernel: a stack to walk)."""
+    cells = []
+    for workload in ("spin", "syscalls"):
+        for hz in (99, 999):
+            for kernel in (False, True):
+                p = None
+                try:
+                    args = ["depth", "--depth", "10"] + (
+                        ["--syscalls"] if workload == "syscalls" else [])
+                    p, pid = start_workload(interp, args)
+                    # a round at 99 Hz is 10x longer: about as many samples as at 999 Hz
+                    ms = round_ms * (10 if hz == 99 else 1)
+                    cmd = [cfg.pwbench, "bpfcost", "-p", str(pid), "-F", str(hz),
+                           "-n", str(rounds), "-t", str(ms)] + (["--kernel"] if kernel else [])
+                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                    if r.returncode:
+                        raise RuntimeError(r.stderr.strip())
+                    d = json.loads(r.stdout)
+                    c = {"interp": interp.label, "workload": workload, "hz": hz,
+                         "kernel": kernel, "walk_ns": pooled_ns(d["walk"]["rounds"]),
+                         "walk_ns_rounds": per_round_ns(d["walk"]["rounds"]),
+                         "shipped": d["outcomes"]["SHIPPED"],
+                         "runs": sum(x[0] for x in d["walk"]["rounds"])}
+                    cells.append(c)
+                    log("bpf --kernel=%s %-8s %4d Hz: %7.0f ns per sample" % (
+                        kernel, workload, hz, c["walk_ns"] or 0))
+                except Exception as e:  # noqa: BLE001 - one cell failing must not stop the run
+                    out["errors"].append("--kernel %s %d Hz: %s" % (workload, hz, e))
+                finally:
+                    stop(p)
+    return cells
 
 
 def bpf_exit(cfg, out, rounds, round_ms, pid_filter):
@@ -1183,6 +1221,26 @@ def render(res):
                      "%s (pid filter) | %d not target |" % (
                          fmt(e["walk_ns"]), fmt(e.get("bpftrace_pid_filter", {}).get("ns")),
                          e["outcomes"]["NOT_TARGET"]))
+        if s1.get("kernel"):
+            L.append("")
+            L.append("With `--kernel` (each sample also calls `bpf_get_stack` and ships the "
+                     "kernel stack as a record of its own), %s, 10 frames: `spin` samples "
+                     "land in user mode (an empty kernel stack), `syscalls` calls "
+                     "`os.getppid()` in a loop (most samples in the kernel)." %
+                     s1["kernel"][0]["interp"])
+            L.append("")
+            L.append("| workload | Hz | walk ns | walk ns with --kernel | --kernel adds |")
+            L.append("|---|--:|--:|--:|--:|")
+            by = dict(((c["workload"], c["hz"], c["kernel"]), c) for c in s1["kernel"])
+            for w in ("spin", "syscalls"):
+                for hz in (99, 999):
+                    a, b = by.get((w, hz, False)), by.get((w, hz, True))
+                    if not a or not b:
+                        continue
+                    L.append("| %s | %d | %s | %s | %s |" % (
+                        w, hz, fmt(a["walk_ns"]), fmt(b["walk_ns"]),
+                        fmt(b["walk_ns"] - a["walk_ns"]
+                            if a["walk_ns"] and b["walk_ns"] else None, "%+.0f")))
         if s1["cells"]:
             c = s1["cells"][0]
             bt = c.get("bpftrace_ustack")

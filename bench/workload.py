@@ -6,6 +6,8 @@
 #                             equal work units; reports the CPU time each phase really took
 #   depth  --depth D          D Python frames deep, then spins in place forever: the frame
 #                             chain does not change while it spins (no Python calls)
+#   depth  --depth D --syscalls  the same, its one frame calling os.getppid() in a loop:
+#                             most samples land in the kernel (the --kernel cost)
 #   stacks --stacks 1000      cycles through 1,000 distinct 5-frame stacks until killed
 #   progress --cpu C          pinned to CPU C, counts loop iterations for ever; each SIGUSR1
 #                             prints "ITERATIONS THREAD_CPU_NS" (the paired bystander bench)
@@ -80,11 +82,18 @@ def spin_forever():
             x += i
 
 
+def syscall_forever():
+    # One frame; os.getppid is a C function, so the chain above stays as it is too.
+    getppid = os.getppid
+    while True:
+        getppid()
+
+
 def descend(n):
     if n > 1:
         return descend(n - 1)
     say("ready %d" % os.getpid())
-    spin_forever()
+    (syscall_forever if "--syscalls" in sys.argv else spin_forever)()
 
 
 def run_depth(depth):

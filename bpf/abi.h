@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 8
+#define PW_ABI_VERSION 9
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -34,6 +34,7 @@
 	X(DEPTH, "rejected: depth bound")                              \
 	X(READ_FAULT, "rejected: read fault")                          \
 	X(BAD_FRAME, "rejected: bad frame")                            \
+	X(KSTACK_FAULT, "rejected: no kernel stack")                   \
 	X(LOST, "lost (ring buffer full)")                             \
 	X(NESTED, "lost (interrupted a walk)")                         \
 	X(AGG_FULL, "lost (aggregate map full)")
@@ -305,6 +306,8 @@ enum pw_rec_kind {
 	PW_REC_PROC = 3,   /* struct pw_proc_rec */
 	PW_REC_OFFCPU = 4, /* struct pw_offcpu_rec */
 	PW_REC_AGG_FIRST = 5, /* struct pw_agg_first, then a sample (kind PW_REC_SAMPLE) */
+	PW_REC_KSTACK = 6, /* struct pw_kstack: the kernel stack of the sample after it */
+	PW_REC_USTACK = 7, /* reserved: the native user stack of the sample after it */
 };
 
 /* pw_sample_hdr.flags: what the sampler saw of the thread besides its stack. The GIL bits
@@ -314,6 +317,13 @@ enum pw_rec_kind {
 #define PW_SF_GIL_HELD 0x2  /* and this thread held it */
 #define PW_SF_BLOCK_SHIFT 2 /* 2 bits: enum pw_block */
 #define PW_SF_BLOCK(flags) (((flags) >> PW_SF_BLOCK_SHIFT) & 3)
+/* A stack record of this kind (PW_REC_KSTACK, PW_REC_USTACK) was shipped by the same
+ * program run just before this sample, with the same tid and time_ns. */
+#define PW_SF_KSTACK 0x10
+#define PW_SF_USTACK 0x20
+#define PW_SF_EXTRA_STACKS (PW_SF_KSTACK | PW_SF_USTACK)
+/* Userspace's own: the stack records were appended to this sample (user/xstack.h). */
+#define PW_SF_USERSPACE_PAIRED 0x8000
 
 /* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. nframes is at
  * most PW_MAX_FRAMES_CAP, so 16 bits of what was a 32-bit count hold the flags. */
@@ -335,6 +345,27 @@ _Static_assert(sizeof(struct pw_sample_hdr) == 48, "pw_sample_hdr is ABI");
 struct pw_sample {
 	struct pw_sample_hdr hdr;
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
+};
+
+/* An extra stack of a sample (--kernel, --native) travels as its own record, shipped just
+ * before the sample by the same program run: kind, the sample's tid and time_ns (which
+ * pair the two), and `len` bytes of the kind's payload after this header. If it cannot be
+ * shipped, neither is the sample. */
+struct pw_stack_hdr {
+	__u32 kind;    /* PW_REC_KSTACK, PW_REC_USTACK */
+	__u32 tid;     /* host tid of the sample */
+	__u64 time_ns; /* the sample header's time_ns */
+	__u32 len;     /* payload bytes after the header */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct pw_stack_hdr) == 24, "pw_stack_hdr is ABI");
+
+/* Kernel return addresses, leaf first (bpf_get_stack; perf's default
+ * kernel.perf_event_max_stack is 127 frames). A sample taken in user mode has none. */
+#define PW_KSTACK_MAX 127
+struct pw_kstack {
+	struct pw_stack_hdr hdr; /* kind PW_REC_KSTACK; len = 8 x the number of addresses */
+	__u64 ips[PW_KSTACK_MAX];
 };
 
 /* trace --print: what the probe saw, after a sample's frames (a stack shallower than

@@ -125,9 +125,9 @@ static __always_inline __s64 current_syscall(struct task_struct *task)
 	return regs ? (__s64)BPF_CORE_READ(regs, orig_ax) : -1;
 }
 
-/* The current thread leaves the CPU in `state`. */
-static __always_inline void switched_out_now(struct task_struct *prev, unsigned int state,
-					     __u64 now)
+/* The current thread leaves the CPU in `state`; ctx is the program's (its kernel stack). */
+static __always_inline void switched_out_now(void *ctx, struct task_struct *prev,
+					     unsigned int state, __u64 now)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, outcome, block = block_class(state);
@@ -172,7 +172,8 @@ static __always_inline void switched_out_now(struct task_struct *prev, unsigned 
 	if (old && (old->flags & PW_SW_OWED))
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
-	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, 0,
+	/* its kernel stack, here in __schedule, is why it left the CPU */
+	outcome = sample_python(ctx, pid, tid, cfg, PW_PROBE_OFFCPU, 0, 0,
 				(__u16)(block << PW_SF_BLOCK_SHIFT));
 	count_probe(PW_PROBE_OFFCPU, outcome);
 	if (outcome != PW_OUT_SHIPPED) {
@@ -190,13 +191,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 {
 	__u64 now;
 
-	(void)ctx;
 	(void)preempt;
 	if (!offcpu_on)
 		return 0;
 	now = bpf_ktime_get_ns();
 	switched_in(next, now);
-	switched_out_now(prev, prev_state, now);
+	switched_out_now(ctx, prev, prev_state, now);
 	return 0;
 }
 
@@ -229,7 +229,8 @@ int on_offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
-	outcome = sample_python(pid, tid, cfg, PW_PROBE_OFFCPU, 0, owed,
+	/* no kernel stack: this one is the system call's return, not where it waited */
+	outcome = sample_python(NULL, pid, tid, cfg, PW_PROBE_OFFCPU, 0, owed,
 				(__u16)((block & 3) << PW_SF_BLOCK_SHIFT));
 	count_probe(PW_PROBE_OFFCPU, outcome);
 	if (outcome == PW_OUT_SHIPPED)

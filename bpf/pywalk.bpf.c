@@ -67,6 +67,7 @@ struct scratch {
 	struct pw_agg_frames_key agg_fkey;
 	struct pw_agg_first agg_first; /* shipped with the sample after it */
 	struct pw_sample sample;
+	struct pw_kstack kstack; /* --kernel: shipped just before the sample */
 	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
 	__u64 seen[PW_SEEN_SLOTS];
 	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
@@ -325,10 +326,40 @@ __noinline int gil_flags(const struct scratch *s, const struct pw_proc *cfg, __u
 	return pw_gil_flags(cfg, s->tstate, tstate);
 }
 
+/* --kernel: every sample is shipped after its kernel stack (a record of its own). Off, the
+ * programs never call bpf_get_stack. */
+const volatile bool kernel_stacks = false;
+
+/* Ship the kernel stack of the sample s->sample.hdr is about to be (its tid and time):
+ * bpf_get_stack on the program's own context, which every program type here (perf_event,
+ * tracepoint, raw_tp, tp_btf, uprobe) may pass. A sample taken in user mode (and a uprobe,
+ * whose registers are the user's) has an empty one, which is no error. 0 or the outcome
+ * that ends the sample. */
+static __always_inline __u32 ship_kstack(void *ctx, struct scratch *s)
+{
+	long n = bpf_get_stack(ctx, s->kstack.ips, sizeof(s->kstack.ips), 0);
+
+	if (n < 0)
+		return PW_OUT_KSTACK_FAULT;
+	if (n > (long)sizeof(s->kstack.ips))
+		n = sizeof(s->kstack.ips);
+	s->kstack.hdr.kind = PW_REC_KSTACK;
+	s->kstack.hdr.tid = s->sample.hdr.tid;
+	s->kstack.hdr.time_ns = s->sample.hdr.time_ns;
+	s->kstack.hdr.len = (__u32)n;
+	s->kstack.hdr.pad = 0;
+	/* the sample follows at once: its wakeup (if any) wakes the consumer for both */
+	if (bpf_ringbuf_output(&events, &s->kstack, sizeof(struct pw_stack_hdr) + (__u64)n,
+			       BPF_RB_NO_WAKEUP))
+		return PW_OUT_LOST;
+	return 0;
+}
+
 /* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
  * counting `weight` (1, or nanoseconds for a latency); `sflags` (PW_SF_*) go with it, and
- * whether it holds the GIL. */
-static __always_inline __u32 walk_and_ship(struct scratch *s, __u32 pid, __u32 tid,
+ * whether it holds the GIL. `ctx` is the program's context, for the kernel stack (NULL:
+ * none is taken, the flag is not set). */
+static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 pid, __u32 tid,
 					   const struct pw_proc *cfg, __u32 probe, __u32 site,
 					   __u64 weight, __u16 sflags)
 {
@@ -433,6 +464,14 @@ static __always_inline __u32 walk_and_ship(struct scratch *s, __u32 pid, __u32 t
 		flags = BPF_RB_FORCE_WAKEUP;
 		s->last_wakeup_ns = now;
 	}
+	/* --kernel (never with --aggregate): its stack goes first, and without it no sample */
+	if (kernel_stacks && ctx) {
+		__u32 out = ship_kstack(ctx, s);
+
+		if (out)
+			return out;
+		s->sample.hdr.flags |= PW_SF_KSTACK;
+	}
 	/* the first of a key: the header right before the sample says which key it defines */
 	if (aggregate && s->agg_first.kind == PW_REC_AGG_FIRST) {
 		if (bpf_ringbuf_output(&events, &s->agg_first, sizeof(struct pw_agg_first) + len,
@@ -450,8 +489,9 @@ static __always_inline __u32 walk_and_ship(struct scratch *s, __u32 pid, __u32 t
  * the same CPU (an NMI-driven hardware event inside the off-CPU walk, which no recursion
  * guard of the kernel covers for tracing programs): the second one is counted, never let
  * to write over the first's scratch. */
-static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw_proc *cfg,
-					   __u32 probe, __u32 site, __u64 weight, __u16 sflags)
+static __always_inline __u32 sample_python(void *ctx, __u32 pid, __u32 tid,
+					   const struct pw_proc *cfg, __u32 probe, __u32 site,
+					   __u64 weight, __u16 sflags)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), outcome;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
@@ -461,7 +501,7 @@ static __always_inline __u32 sample_python(__u32 pid, __u32 tid, const struct pw
 	if (s->busy)
 		return PW_OUT_NESTED;
 	s->busy = 1;
-	outcome = walk_and_ship(s, pid, tid, cfg, probe, site, weight, sflags);
+	outcome = walk_and_ship(ctx, s, pid, tid, cfg, probe, site, weight, sflags);
 	s->busy = 0;
 	return outcome;
 }
@@ -612,7 +652,7 @@ static __always_inline bool filter_pass(__u32 probe, struct pw_hit *hit)
 /* A hit of probe `probe` (site `site`) in the current thread, counting `weight` (1, or
  * nanoseconds for a latency): every one ends in exactly one outcome. `hit` is what the
  * probe's filter looks at (NULL: it has none). */
-static __always_inline void sample_current(__u32 probe, __u32 site, __u64 weight,
+static __always_inline void sample_current(void *ctx, __u32 probe, __u32 site, __u64 weight,
 					   struct pw_hit *hit)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -629,7 +669,7 @@ static __always_inline void sample_current(__u32 probe, __u32 site, __u64 weight
 		count_probe(probe, PW_OUT_FILTERED);
 		return;
 	}
-	count_probe(probe, sample_python(pid, tid, cfg, probe, site, weight, 0));
+	count_probe(probe, sample_python(ctx, pid, tid, cfg, probe, site, weight, 0));
 }
 
 /* --latency: entry times per thread and probe, a small stack so that nesting and recursion
@@ -735,12 +775,12 @@ static __always_inline __u64 latency_exit(__u32 probe)
 	return now > t0 ? now - t0 : 1;
 }
 
-static __always_inline void probe_hit(__u32 probe, __u32 site, struct pw_hit *hit)
+static __always_inline void probe_hit(void *ctx, __u32 probe, __u32 site, struct pw_hit *hit)
 {
 	if (is_latency(probe))
 		latency_enter(probe, hit);
 	else
-		sample_current(probe, site, 1, hit);
+		sample_current(ctx, probe, site, 1, hit);
 }
 
 /* The arguments of a function call (x86-64 ABI: the first six in registers), or at its
@@ -769,7 +809,8 @@ int on_uprobe(struct pt_regs *ctx)
 {
 	__u64 c = bpf_get_attach_cookie(ctx);
 
-	probe_hit(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), call_hit(PW_COOKIE_PROBE(c), ctx, false));
+	probe_hit(ctx, PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c),
+		  call_hit(PW_COOKIE_PROBE(c), ctx, false));
 	return 0;
 }
 
@@ -790,7 +831,7 @@ int on_uretprobe(struct pt_regs *ctx)
 			return 0;
 		hit = NULL;
 	}
-	sample_current(probe, site, weight, hit);
+	sample_current(ctx, probe, site, weight, hit);
 	return 0;
 }
 
@@ -813,7 +854,7 @@ int on_usdt(struct pt_regs *ctx)
 		hit->nargs = (__u32)bpf_usdt_arg_cnt(ctx);
 		hit->has_ret = 0;
 	}
-	probe_hit(probe, PW_COOKIE_SITE(c), hit);
+	probe_hit(ctx, probe, PW_COOKIE_SITE(c), hit);
 	return 0;
 }
 
@@ -830,7 +871,7 @@ int on_tracepoint(void *ctx)
 		hit->nargs = 0;
 		hit->has_ret = 0;
 	}
-	probe_hit(probe, PW_COOKIE_SITE(c), hit);
+	probe_hit(ctx, probe, PW_COOKIE_SITE(c), hit);
 	return 0;
 }
 
@@ -864,7 +905,7 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 		hit->args[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
 		hit->args[5] = PT_REGS_PARM6_CORE_SYSCALL(regs);
 	}
-	probe_hit(probe, (__u32)nr + 1, hit);
+	probe_hit(ctx, probe, (__u32)nr + 1, hit);
 	return 0;
 }
 
@@ -897,7 +938,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		hit->nargs = 0;
 		hit->has_ret = 1;
 	}
-	sample_current(probe, (__u32)nr + 1, weight, hit);
+	sample_current(ctx, probe, (__u32)nr + 1, weight, hit);
 	return 0;
 }
 
@@ -910,7 +951,7 @@ int on_perf_event(struct bpf_perf_event_data *ctx)
 	struct pw_hit *hit;
 
 	if (!c) {
-		sample_current(0, 0, 1, NULL);
+		sample_current(ctx, 0, 0, 1, NULL);
 		return 0;
 	}
 	hit = hit_buf();
@@ -918,7 +959,7 @@ int on_perf_event(struct bpf_perf_event_data *ctx)
 		hit->nargs = 0;
 		hit->has_ret = 0;
 	}
-	sample_current(PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), 1, hit);
+	sample_current(ctx, PW_COOKIE_PROBE(c), PW_COOKIE_SITE(c), 1, hit);
 	return 0;
 }
 

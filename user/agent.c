@@ -347,6 +347,7 @@ static void outcome_value(int outcome, char *buf, size_t size)
 		[PW_OUT_DEPTH] = "depth_bound",	      [PW_OUT_READ_FAULT] = "read_fault",
 		[PW_OUT_BAD_FRAME] = "bad_frame",     [PW_OUT_LOST] = "lost",
 		[PW_OUT_AGG_FULL] = "aggregation_full", [PW_OUT_NESTED] = "nested",
+		[PW_OUT_KSTACK_FAULT] = "kernel_stack_unreadable",
 	};
 
 	if (outcome >= 0 && outcome < PW_OUT__COUNT && ids[outcome]) {

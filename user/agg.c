@@ -28,7 +28,7 @@ static bool frame_eq(const void *item, const void *key)
 {
 	const struct agg_frame *f = item, *k = key;
 
-	return f->func == k->func && f->line == k->line;
+	return f->func == k->func && f->line == k->line && f->map == k->map && f->addr == k->addr;
 }
 
 static bool stack_eq(const void *item, const void *key)
@@ -68,6 +68,14 @@ int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line)
 
 	return intern_put(&agg->frames, hash_mix64((uint64_t)func << 32 | (uint32_t)line), &k, &k,
 			  NULL);
+}
+
+int64_t agg__addr_frame_id(struct agg *agg, uint32_t func, uint32_t map, uint64_t addr)
+{
+	struct agg_frame k = { .func = func, .map = map, .addr = addr };
+
+	return intern_put(&agg->frames, hash_mix64(addr ^ hash_mix64((uint64_t)func << 32 | map)),
+			  &k, &k, NULL);
 }
 
 int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Stack interning and counting. A frame is an opaque (func, line) pair and a stack is
- * (process, tid, frames root first); this module knows nothing about symbols or formats. */
+/* Stack interning and counting. A frame is an opaque (func, line) pair, or for machine code
+ * (native, kernel) an opaque (func, mapping, address), and a stack is (process, tid, frames
+ * root first); this module knows nothing about symbols or formats. */
 #ifndef PW_AGG_H
 #define PW_AGG_H
 
@@ -11,7 +12,9 @@ struct agg;
 
 struct agg_frame {
 	uint32_t func; /* caller-defined function id */
-	int32_t line;
+	int32_t line;  /* 0 for machine code */
+	uint32_t map;  /* caller-defined mapping id of machine code; 0: none (Python) */
+	uint64_t addr; /* the address machine code ran at, as the target saw it; 0: none */
 };
 
 /* Whose a stack is: it is counted apart for each distinct one. */
@@ -35,6 +38,9 @@ void agg__free(struct agg *agg);
 
 /* Intern a frame; returns its id or a negative errno. */
 int64_t agg__frame_id(struct agg *agg, uint32_t func, int32_t line);
+/* Intern a frame of machine code: function `func` at `addr` in mapping `map`. Its id or a
+ * negative errno. */
+int64_t agg__addr_frame_id(struct agg *agg, uint32_t func, uint32_t map, uint64_t addr);
 /* Count `count` (samples, events or nanoseconds) for the stack `ids` (n frame ids, root
  * first) of `who`. 0 or -ENOMEM. */
 int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,

@@ -14,26 +14,44 @@
 
 #define NONE CALLTREE_NONE
 
-static int64_t add_frame(struct calltree *t, uint32_t name, uint32_t file, int32_t line)
+static int64_t add_frame(struct calltree *t, uint32_t name, uint32_t file, int32_t line,
+			 enum frame_kind kind)
 {
 	int err = grow_array((void **)&t->frames, &t->frames_cap, t->nframes + 1,
 			     sizeof(*t->frames));
 
 	if (err)
 		return err;
-	t->frames[t->nframes] = (struct calltree_frame){ .name = name, .file = file, .line = line };
+	t->frames[t->nframes] = (struct calltree_frame){ .name = name, .file = file, .line = line,
+							 .kind = kind };
 	return (int64_t)t->nframes++;
 }
+
+static int64_t label_frame(struct calltree *t, int64_t label, enum frame_kind kind);
 
 /* frame of agg frame `id`, created on first use */
 static int64_t py_frame(struct calltree *t, uint32_t id)
 {
 	const struct agg_frame *fr = agg__frame(profile__agg(t->p), id);
 	const struct symtab *st = profile__symtab(t->p);
+	enum frame_kind kind = symtab__func_kind(st, fr->func);
 	int64_t name, file, f;
 
 	if (t->agg_map[id] != NONE)
 		return t->agg_map[id];
+	if (frame_kind_is_machine(kind)) {
+		/* one box per function, whatever address in it ran: the name and its kind */
+		char *label;
+
+		if (asprintf(&label, "%s%s", symtab__func_name(st, fr->func),
+			     frame_kind_suffix(kind)) < 0)
+			return -ENOMEM;
+		f = label_frame(t, strtab__intern(t->strs, label), kind);
+		free(label);
+		if (f >= 0)
+			t->agg_map[id] = (uint32_t)f;
+		return f;
+	}
 	name = strtab__intern(t->strs, symtab__func_name(st, fr->func));
 	/* a pseudo-frame ("[off-cpu: sleeping]") has no file: a label, like a root frame */
 	file = *symtab__func_file(st, fr->func) ?
@@ -41,25 +59,20 @@ static int64_t py_frame(struct calltree *t, uint32_t id)
 		       (int64_t)NONE;
 	if (name < 0 || file < 0)
 		return name < 0 ? name : file;
-	f = add_frame(t, (uint32_t)name, (uint32_t)file, fr->line);
+	f = add_frame(t, (uint32_t)name, (uint32_t)file, fr->line, kind);
 	if (f >= 0)
 		t->agg_map[id] = (uint32_t)f;
 	return f;
 }
 
-/* frame of a root frame "COMM TAG" (TAG: " (PID...)" or " (TID)"); equal labels share one */
-static int64_t root_frame(struct calltree *t, struct strbuf *tmp, const char *comm,
-			  const char *tag)
+/* The frame of label string `label` (a root frame, a machine code function): equal labels
+ * share one. Root labels end in ")" and machine code labels in "]", so the two never meet. */
+static int64_t label_frame(struct calltree *t, int64_t label, enum frame_kind kind)
 {
-	int64_t label, f;
 	size_t old = t->root_map_cap;
+	int64_t f;
 	int err;
 
-	strbuf_reset(tmp);
-	err = strbuf_addf(tmp, "%s%s", comm, tag);
-	if (err)
-		return err;
-	label = strtab__intern(t->strs, tmp->buf);
 	if (label < 0)
 		return label;
 	err = grow_array((void **)&t->root_map, &t->root_map_cap, (size_t)label + 1,
@@ -70,10 +83,23 @@ static int64_t root_frame(struct calltree *t, struct strbuf *tmp, const char *co
 		memset(t->root_map + old, 0xff, (t->root_map_cap - old) * sizeof(*t->root_map));
 	if (t->root_map[label] != NONE)
 		return t->root_map[label];
-	f = add_frame(t, (uint32_t)label, NONE, 0);
+	f = add_frame(t, (uint32_t)label, NONE, 0, kind);
 	if (f >= 0)
 		t->root_map[label] = (uint32_t)f;
 	return f;
+}
+
+/* frame of a root frame "COMM TAG" (TAG: " (PID...)" or " (TID)"); equal labels share one */
+static int64_t root_frame(struct calltree *t, struct strbuf *tmp, const char *comm,
+			  const char *tag)
+{
+	int err;
+
+	strbuf_reset(tmp);
+	err = strbuf_addf(tmp, "%s%s", comm, tag);
+	if (err)
+		return err;
+	return label_frame(t, strtab__intern(t->strs, tmp->buf), FRAME_PSEUDO);
 }
 
 struct child_key {

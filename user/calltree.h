@@ -16,10 +16,14 @@
 #define CALLTREE_NONE UINT32_MAX
 
 /* A frame as drawn: a Python function at a line, or a root frame ("comm (PID)",
- * "name (TID)": the Python name, else the comm) which has no file (file CALLTREE_NONE). */
+ * "name (TID)": the Python name, else the comm) or a label which has no file (file
+ * CALLTREE_NONE). Machine code frames (kind FRAME_NATIVE, FRAME_KERNEL) have no file
+ * either: their name carries the kind's suffix ("do_syscall_64 [kernel]"), and writers
+ * colour them by kind. */
 struct calltree_frame {
 	uint32_t name, file; /* string ids */
 	int32_t line;
+	uint32_t kind;	     /* enum frame_kind (root frames: FRAME_PSEUDO) */
 };
 
 /* A node; node 0 is the root ("all"), with frame CALLTREE_NONE. A child's id is always

@@ -19,6 +19,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_MAX_PROCESSES,
 	OPT_SYMBOL_CACHE,
+	OPT_KERNEL,
 	OPT_MODE = CLI_OPT_MODE,
 	OPT_MIN_BLOCK = CLI_OPT_MIN_BLOCK,
 };
@@ -33,6 +34,7 @@ static const struct option sampling_options[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES },
 	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
+	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 };
@@ -79,7 +81,10 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --symbol-cache SIZE\n"
 			"                         memory for the code objects that name frames,\n"
 			"                         least recently used dropped first: 1M-64G\n"
-			"                         (default 64M; K, M, G suffixes)\n",
+			"                         (default 64M; K, M, G suffixes)\n"
+			"      --kernel           end each stack in its kernel frames (system calls,\n"
+			"                         page faults; off-cpu: why the thread waited),\n"
+			"                         named from /proc/kallsyms\n",
 			PW_MAX_FRAMES_CAP, PW_DEFAULT_MAX_DEPTH);
 	if ((groups & CLI_SAMPLING) && (groups & CLI_RATE))
 		fprintf(f,
@@ -198,6 +203,9 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 			s->symbol_cache_bytes = (size_t)bytes;
 			return 0;
 		}
+		case OPT_KERNEL:
+			s->kernel = true;
+			return 0;
 		case OPT_MODE:
 			if (!strcmp(arg, "cpu") || !strcmp(arg, "on-cpu"))
 				s->mode = CLI_MODE_CPU;

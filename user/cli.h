@@ -38,6 +38,7 @@ struct cli_sampling {
 	size_t symbol_cache_bytes; /* budget of the code-object cache; 0 = the default */
 	enum cli_mode mode;
 	uint64_t min_block_ns; /* off-cpu/wall: shorter times off CPU are not counted */
+	bool kernel;	       /* --kernel: each stack ends in the kernel frames below it */
 };
 
 /* Where the profile goes: -o, -f */

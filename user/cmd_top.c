@@ -54,6 +54,7 @@ struct names_ctx {
 	const struct profile *prof;
 	char (*labels)[LABEL_SIZE];
 	size_t nlabels, labels_cap;
+	char machine[SYMTAB_MAX_STR * 4 + 16]; /* the last native or kernel name, marked */
 };
 
 static void top_help(FILE *f)
@@ -167,12 +168,27 @@ static void make_title(char *buf, size_t size, const struct cli_sampling *s,
 /* top_names over the profile: its symbol table, only read, and the labels */
 static const char *names_func(void *ctx, uint32_t func)
 {
-	return symtab__func_name(profile__symtab(((struct names_ctx *)ctx)->prof), func);
+	struct names_ctx *l = ctx;
+	const struct symtab *st = profile__symtab(l->prof);
+	enum frame_kind kind = symtab__func_kind(st, func);
+
+	if (!frame_kind_is_machine(kind))
+		return symtab__func_name(st, func);
+	/* "do_syscall_64 [kernel]", as the other outputs mark it */
+	snprintf(l->machine, sizeof(l->machine), "%s%s", symtab__func_name(st, func),
+		 frame_kind_suffix(kind));
+	return l->machine;
 }
 
 static const char *names_file(void *ctx, uint32_t func)
 {
-	return symtab__func_file(profile__symtab(((struct names_ctx *)ctx)->prof), func);
+	const struct symtab *st = profile__symtab(((struct names_ctx *)ctx)->prof);
+	const char *file = symtab__func_file(st, func);
+
+	/* the kernel proper has no file: say where the function is */
+	if (symtab__func_kind(st, func) == FRAME_KERNEL && !*file)
+		return "[kernel]";
+	return file;
 }
 
 static int names_line(void *ctx, uint32_t func)

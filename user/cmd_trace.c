@@ -273,6 +273,10 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 				       "of each stack: give one of them");
 	if (t->aggregate_entries && !t->aggregate)
 		return cli_usage_error("trace", "%s", "--aggregate-entries is for --aggregate");
+	if (t->aggregate && s->kernel)
+		return cli_usage_error("trace", "%s",
+				       "--kernel cannot go with --aggregate: the kernel counts stacks "
+				       "of Python frames only");
 	if (t->latency) {
 		if (probe_set_check_latency(&t->set, why, sizeof(why)))
 			return cli_usage_error("trace", "%s", why);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "proc.h"
 #include "target.h"
 #include "util.h"
+#include "xstack.h"
 
 /* How long the symbols of an ended target are kept for samples still in flight. */
 #define GONE_GRACE_NS (250 * 1000000ull)
@@ -62,6 +64,8 @@ struct engine {
 	uint64_t next_agg_drain_ns;
 	uint32_t agg_draining; /* the generation being drained */
 	struct gilstats *gil;	  /* --gil-stats */
+	struct xstack *xs;	  /* --kernel: stack records waiting for their sample */
+	struct kallsyms *ksyms;	  /* --kernel: names of kernel frames (NULL: unreadable) */
 	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of
 	 * threads whose version could not tell */
 	uint64_t gil_not_held, gil_unknown;
@@ -103,6 +107,7 @@ static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_TORN] = "walk did not reach the base/entry frame, or left the data stack",
 	[PW_OUT_DEPTH] = "deeper than --max-depth; never truncated",
 	[PW_OUT_BAD_FRAME] = "impossible owner, NULL code",
+	[PW_OUT_KSTACK_FAULT] = "--kernel: bpf_get_stack failed; never shipped without it",
 };
 
 /* Reject reasons are the outcomes labelled so; a new reason added to PW_OUTCOMES is
@@ -355,6 +360,20 @@ static int on_record(void *ctx, const void *data, size_t size)
 	struct engine *e = ctx;
 	__u32 kind;
 
+	/* an extra stack waits for its sample, which comes out of the pairing whole, so
+	 * everything below holds and counts the two as one record */
+	if (e->xs && size >= sizeof(kind)) {
+		memcpy(&kind, data, sizeof(kind));
+		if (kind == PW_REC_KSTACK || kind == PW_REC_USTACK)
+			return xstack__add_stack(e->xs, data, size);
+		if (kind == PW_REC_SAMPLE) {
+			int err = xstack__pair(e->xs, data, size, &data, &size);
+
+			if (err)
+				return err;
+		}
+	}
+
 	if (size >= sizeof(struct pw_proc_rec)) {
 		memcpy(&kind, data, sizeof(kind));
 		if (kind == PW_REC_PROC) {
@@ -383,6 +402,37 @@ static int on_record(void *ctx, const void *data, size_t size)
 }
 
 /* ---- lifetime -------------------------------------------------------------------------- */
+
+/* --kernel's symbols, said once when they cannot name frames: the stacks are still
+ * recorded, their kernel frames written as "[kernel unsymbolized]". */
+static struct kallsyms *open_kernel_symbols(void)
+{
+	struct kallsyms *k = kallsyms__load(KALLSYMS_PATH, 0);
+	char restrict_level[16] = "?";
+	FILE *f;
+
+	if (!k) {
+		pw_warn("--kernel: cannot read %s (%s): kernel frames are written as "
+			"[kernel unsymbolized]\n", KALLSYMS_PATH, strerror(errno));
+		return NULL;
+	}
+	if (kallsyms__stats(k)->restricted) {
+		f = fopen("/proc/sys/kernel/kptr_restrict", "re");
+		if (f) {
+			if (!fgets(restrict_level, sizeof(restrict_level), f))
+				strcpy(restrict_level, "?");
+			restrict_level[strcspn(restrict_level, "\n")] = 0;
+			fclose(f);
+		}
+		pw_warn("--kernel: %s hides kernel addresses (kernel.kptr_restrict = %s; "
+			"root with 0 or 1 sees them): kernel frames are written as [kernel "
+			"unsymbolized]\n", KALLSYMS_PATH, restrict_level);
+	} else if (kallsyms__stats(k)->over_budget) {
+		pw_warn("--kernel: %zu kernel symbols left out past %zu MiB\n",
+			kallsyms__stats(k)->over_budget, KALLSYMS_DEFAULT_BUDGET >> 20);
+	}
+	return k;
+}
 
 struct engine *engine__new(const struct engine_opts *opts)
 {
@@ -420,10 +470,14 @@ struct engine *engine__new(const struct engine_opts *opts)
 	}
 	if (opts->gil_stats)
 		e->gil = gilstats__new();
+	/* (trace refuses --kernel with --aggregate: the kernel's counts hold no kernel stack) */
+	if (e->s.kernel)
+		e->xs = xstack__new();
 	e->prof = profile__new(&popts);
 	if (!e->cache || !e->prof ||
 	    ((e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL) && !e->off) ||
-	    (opts->aggregate && !e->kagg) || (opts->gil_stats && !e->gil)) {
+	    (opts->aggregate && !e->kagg) || (opts->gil_stats && !e->gil) ||
+	    (e->s.kernel && !e->xs)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -475,6 +529,8 @@ void engine__free(struct engine *e)
 	offcpu__free(e->off);
 	kagg__free(e->kagg);
 	gilstats__free(e->gil);
+	xstack__free(e->xs);
+	kallsyms__free(e->ksyms); /* after every profile that names frames with it */
 	free(e->gone);
 	free(e);
 }
@@ -601,6 +657,7 @@ int engine__start(struct engine *e)
 						    .filter_probes = e->opts.filter_probes,
 						    .aggregate = e->opts.aggregate,
 						    .print_args = e->opts.print_args,
+						    .kernel_stacks = e->s.kernel,
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
@@ -614,6 +671,11 @@ int engine__start(struct engine *e)
 	if (!e->ld) {
 		pw_err("%s\n", why);
 		return -errno;
+	}
+	/* read once pywalk's own programs are loaded: their frames are told apart by name */
+	if (e->s.kernel) {
+		e->ksyms = open_kernel_symbols();
+		profile__set_ksyms(e->prof, e->ksyms);
 	}
 	if (loader__sampled_tasks(e->ld))
 		pw_debug("perf events on the target%s %zu thread%s (and on what %s), not on every "
@@ -869,6 +931,8 @@ int engine__finish(struct engine *e)
 	 * the kernel did not read (a deferred wait) are read from memory now */
 	if (e->off && e->s.min_block_ns)
 		loader__foreach_switched_out(e->ld, read_deferred_wait, e);
+	if (e->xs)
+		xstack__flush(e->xs);
 	if (e->off) {
 		err = offcpu__flush(e->off, stopped, count_sample, e);
 		if (err < 0) {
@@ -1082,6 +1146,14 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		fprintf(stderr, "\n");
 	}
 	print_names(profile__names(e->prof));
+	if (e->xs) {
+		const struct xstack_stats *xs = xstack__stats(e->xs);
+
+		log_printf(LOG_INFO, "pywalk: --kernel: %llu stacks shipped with their kernel stack; "
+				"%llu kernel stack records without their sample (not counted)\n",
+			(unsigned long long)xs->paired,
+			(unsigned long long)(xs->unpaired + xs->malformed));
+	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "
 			"samples at most\n",

@@ -14,9 +14,16 @@
 
 int out_folded_frame(struct strbuf *sb, const struct symtab *st, const struct agg_frame *fr)
 {
+	enum frame_kind kind = symtab__func_kind(st, fr->func);
 	int err = escape_folded(sb, symtab__func_name(st, fr->func));
 
-	if (!*symtab__func_file(st, fr->func))
+	if (frame_kind_is_machine(kind)) {
+		/* `do_syscall_64 [kernel]`: the name and its kind, as perf's tools write it */
+		const char *suffix = frame_kind_suffix(kind);
+
+		return err ? err : strbuf_add(sb, suffix, strlen(suffix));
+	}
+	if (kind == FRAME_PSEUDO || !*symtab__func_file(st, fr->func))
 		return err; /* a pseudo-frame: its label alone */
 	if (!err)
 		err = strbuf_add(sb, " (", 2);

@@ -153,6 +153,27 @@ static int add_threads(const struct calltree *t, struct strbuf *sb, const uint32
 }
 
 /* The page title (HTML text) and the document title inside the data (JSON). */
+/* "kernel":[name string ids],: the frames the page colours as kernel (or native) code,
+ * left out when there are none. By name, which both of the page's views (by line, by
+ * function) keep. */
+static int add_kind_names(const struct calltree *t, struct strbuf *sb, const char *key,
+			  enum frame_kind kind)
+{
+	bool first = true;
+	int err = 0;
+
+	for (size_t i = 0; i < t->nframes && !err; i++) {
+		if (t->frames[i].kind != kind)
+			continue;
+		if (first)
+			err = strbuf_addf(sb, "\"%s\":[", key);
+		if (!err)
+			err = strbuf_addf(sb, first ? "%u" : ",%u", t->frames[i].name);
+		first = false;
+	}
+	return err || first ? err : strbuf_add(sb, "],\n", 3);
+}
+
 static int make_title(const struct profile *p, struct strbuf *title)
 {
 	const struct agg *agg = profile__agg(p);
@@ -210,6 +231,10 @@ static int add_data(const struct calltree *h, struct strbuf *sb, const char *tit
 	}
 	if (!err)
 		err = strbuf_add(sb, "],\n", 3);
+	if (!err)
+		err = add_kind_names(h, sb, "kernel", FRAME_KERNEL);
+	if (!err)
+		err = add_kind_names(h, sb, "native", FRAME_NATIVE);
 	pos = malloc((h->nnodes ? h->nnodes : 1) * sizeof(*pos));
 	if (!err && !pos)
 		err = -ENOMEM;

@@ -5,8 +5,11 @@
  * --mode off-cpu and wall) and labels pid, tid, thread_name (the Python name, else the OS
  * one), os_thread_name, block_reason on off-CPU stacks (plus process_name with
  * several processes, ns_pid and container_id in a container); one Location per
- * (function, line) frame; one Function per (qualname, file). Thread and process root frames
- * are not added: pprof keeps them as labels (`pprof -tagroot thread_name`). */
+ * (function, line) frame; one Function per (qualname, file). Native and kernel frames get a
+ * Location per address, with the address as the target ran it and the Mapping it lies in
+ * (path and build-id; the kernel's is "[kernel.kallsyms]"), so pprof can symbolize them
+ * again. Thread and process root frames are not added: pprof keeps them as labels (`pprof
+ * -tagroot thread_name`). */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 enum {
 	PROFILE_SAMPLE_TYPE = 1,
 	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
 	PROFILE_LOCATION = 4,
 	PROFILE_FUNCTION = 5,
 	PROFILE_STRING_TABLE = 6,
@@ -40,7 +44,16 @@ enum {
 	LABEL_KEY = 1,
 	LABEL_STR = 2,
 	LABEL_NUM = 3,
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
 	LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1,
 	LINE_LINE = 2,
@@ -198,6 +211,64 @@ static int64_t system_name(struct pprof *pp, const char *file, const char *name)
 	return id;
 }
 
+/* The build-id as pprof writes it: lowercase hex. */
+static int64_t build_id_str(struct pprof *pp, const struct symtab_mapping *m)
+{
+	char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
+
+	for (size_t i = 0; i < m->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	hex[2 * m->build_id_len] = 0;
+	return str_id(pp, hex);
+}
+
+/* The Mappings (id = mapping id) that the frames written lie in. */
+static int put_mappings(struct pprof *pp)
+{
+	const struct agg *agg = profile__agg(pp->p);
+	const struct symtab *st = profile__symtab(pp->p);
+	size_t nmaps = symtab__nmappings(st);
+	uint8_t *seen = calloc(nmaps ? nmaps : 1, 1);
+	int err = seen ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < agg__nframes(agg) && !err; i++) {
+		const struct agg_frame *fr = agg__frame(agg, i);
+		const struct symtab_mapping *m = symtab__mapping_at(st, fr->map);
+		int64_t file, bid;
+
+		if (!pp->used[i] || !m || seen[fr->map])
+			continue;
+		seen[fr->map] = 1;
+		file = str_id(pp, m->path);
+		bid = build_id_str(pp, m);
+		if (file < 0 || bid < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		strbuf_reset(&pp->msg);
+		if (pb_uint(&pp->msg, MAPPING_ID, fr->map) ||
+		    pb_uint(&pp->msg, MAPPING_MEMORY_START, m->start) ||
+		    pb_uint(&pp->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
+		    pb_uint(&pp->msg, MAPPING_FILE_OFFSET, m->offset) ||
+		    pb_uint(&pp->msg, MAPPING_FILENAME, file) ||
+		    (bid && pb_uint(&pp->msg, MAPPING_BUILD_ID, bid)) ||
+		    pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1) ||
+		    put_msg(&pp->out, PROFILE_MAPPING, &pp->msg))
+			err = -ENOMEM;
+	}
+	free(seen);
+	return err;
+}
+
+/* A Function's system name: a Python function's "file:qualname"; machine code's own name
+ * (pprof demangles a C++ name whose two names are equal, which is what it is for). */
+static int64_t function_system_name(struct pprof *pp, const struct symtab *st, uint32_t func)
+{
+	if (frame_kind_is_machine(symtab__func_kind(st, func)))
+		return str_id(pp, symtab__func_name(st, func));
+	return system_name(pp, symtab__func_file(st, func), symtab__func_name(st, func));
+}
+
 /* Locations (id = agg frame id + 1) and the Functions they use (id = function id + 1). */
 static int put_locations(struct pprof *pp)
 {
@@ -225,6 +296,8 @@ static int put_locations(struct pprof *pp)
 		if (pb_uint(&pp->sub, LINE_FUNCTION_ID, (uint64_t)fr->func + 1) ||
 		    pb_uint(&pp->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
 		    pb_uint(&pp->msg, LOCATION_ID, i + 1) ||
+		    (fr->map && pb_uint(&pp->msg, LOCATION_MAPPING_ID, fr->map)) ||
+		    (fr->addr && pb_uint(&pp->msg, LOCATION_ADDRESS, fr->addr)) ||
 		    put_msg(&pp->msg, LOCATION_LINE, &pp->sub) ||
 		    put_msg(&pp->out, PROFILE_LOCATION, &pp->msg)) {
 			err = -ENOMEM;
@@ -235,8 +308,7 @@ static int put_locations(struct pprof *pp)
 		seen[fr->func] = 1;
 		name = str_id(pp, symtab__func_name(st, fr->func));
 		file = str_id(pp, symtab__func_file(st, fr->func));
-		sysname = system_name(pp, symtab__func_file(st, fr->func),
-				      symtab__func_name(st, fr->func));
+		sysname = function_system_name(pp, st, fr->func);
 		if (name < 0 || file < 0 || sysname < 0) {
 			err = -ENOMEM;
 			break;
@@ -373,6 +445,8 @@ int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_ppro
 		err = put_header(&pp);
 	if (!err)
 		err = put_samples(&pp);
+	if (!err)
+		err = put_mappings(&pp);
 	if (!err)
 		err = put_locations(&pp);
 	for (i = 0; !err && i < strtab__count(pp.strs); i++) {

@@ -54,6 +54,18 @@ static int add_str_member(struct strbuf *sb, const char *key, const char *value)
 	return err;
 }
 
+/* "name":"NAME SUFFIX", the name escaped (the suffix is pywalk's own text) */
+static int add_name_member(struct strbuf *sb, const char *name, const char *suffix)
+{
+	int err = strbuf_add(sb, "\"name\":\"", 8);
+
+	if (!err)
+		err = escape_json(sb, name);
+	if (!err)
+		err = strbuf_addf(sb, "%s\"", suffix);
+	return err;
+}
+
 /* "comm (PID[, ns N, container ID])": the tag is digits and hex, it needs no escaping */
 static int add_process_name(struct strbuf *sb, const struct profile *p, uint32_t proc)
 {
@@ -112,22 +124,36 @@ static int add_frames(struct strbuf *sb, const struct profile *p, const struct s
 {
 	const struct agg *agg = profile__agg(p);
 	const struct symtab *st = profile__symtab(p);
-	uint32_t next = 0;
-	int err = strbuf_add(sb, "\"shared\":{\"frames\":[", 20);
+	size_t nfuncs = symtab__nfuncs(st);
+	/* machine code frames are one frame per function, whatever address in it ran */
+	uint32_t next = 0, *by_func = malloc((nfuncs ? nfuncs : 1) * sizeof(*by_func));
+	int err = by_func ? strbuf_add(sb, "\"shared\":{\"frames\":[", 20) : -ENOMEM;
 
+	if (by_func)
+		memset(by_func, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*by_func));
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct agg_stack *s = agg__stack(agg, refs[i].index);
 		const uint32_t *ids = agg__stack_frames(agg, s);
 
 		for (uint32_t j = 0; j < s->nframes && !err; j++) {
 			const struct agg_frame *fr = agg__frame(agg, ids[j]);
+			enum frame_kind kind = symtab__func_kind(st, fr->func);
+			bool machine = frame_kind_is_machine(kind) && fr->func < nfuncs;
 
 			if (map[ids[j]] != NO_INDEX)
 				continue;
+			if (machine && by_func[fr->func] != NO_INDEX) {
+				map[ids[j]] = by_func[fr->func];
+				continue;
+			}
 			err = next ? strbuf_add(sb, ",\n{", 3) : strbuf_add(sb, "\n{", 2);
+			if (machine)
+				by_func[fr->func] = next;
 			map[ids[j]] = next++;
+			/* "do_syscall_64 [kernel]": speedscope shows names only */
 			if (!err)
-				err = add_str_member(sb, "name", symtab__func_name(st, fr->func));
+				err = add_name_member(sb, symtab__func_name(st, fr->func),
+						      frame_kind_suffix(kind));
 			if (!err)
 				err = strbuf_add(sb, ",", 1);
 			if (!err)
@@ -141,6 +167,7 @@ static int add_frames(struct strbuf *sb, const struct profile *p, const struct s
 	}
 	if (!err)
 		err = strbuf_add(sb, "]},\n", 4);
+	free(by_func);
 	return err;
 }
 

@@ -120,12 +120,22 @@ static void color(const struct svg *s, uint32_t id, char *buf, size_t size)
 		return;
 	}
 	f = &t->frames[t->nodes[id].frame];
+	name = strtab__get(t->strs, f->name);
+	h = hash_bytes(name, strlen(name), 0);
+	if (f->kind == FRAME_KERNEL) { /* teal, as the HTML page draws them */
+		snprintf(buf, size, "rgb(%u,%u,%u)", 60 + (unsigned int)(h % 30),
+			 170 + (unsigned int)((h >> 8) % 40), 150 + (unsigned int)((h >> 16) % 40));
+		return;
+	}
+	if (f->kind == FRAME_NATIVE) { /* violet */
+		snprintf(buf, size, "rgb(%u,%u,%u)", 160 + (unsigned int)(h % 30),
+			 130 + (unsigned int)((h >> 8) % 30), 210 + (unsigned int)((h >> 16) % 40));
+		return;
+	}
 	if (f->file == CALLTREE_NONE) {
 		snprintf(buf, size, "rgb(160,180,215)"); /* process and thread root frames */
 		return;
 	}
-	name = strtab__get(t->strs, f->name);
-	h = hash_bytes(name, strlen(name), 0);
 	snprintf(buf, size, "rgb(%u,%u,%u)", 205 + (unsigned int)(h % 51),
 		 (unsigned int)((h >> 8) % 231), (unsigned int)((h >> 16) % 56));
 }

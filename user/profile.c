@@ -12,6 +12,7 @@
 #include "profile.h"
 #include "pythreads.h"
 #include "util.h"
+#include "xstack.h"
 
 /* The frame cache only saves line-table lookups of the code objects the symbol cache
  * holds, and its entries outlive theirs (an evicted symbol's handle never matches again),
@@ -42,6 +43,12 @@ struct thread_name {
 	bool sampled;		  /* has a record in this profile (not only carried over) */
 };
 
+/* kernel address -> agg frame id, so each return address is looked up once */
+struct kcache_entry {
+	uint64_t addr;
+	uint32_t frame_id;
+};
+
 /* (symbol handle, instruction) -> agg frame id, so each line is looked up once */
 struct frame_cache_entry {
 	int64_t sym;
@@ -70,8 +77,11 @@ struct profile {
 	struct intern threads; /* struct thread_name, by (proc, tid) */
 	struct intern fcache;  /* struct frame_cache_entry, by (sym, instr) */
 	size_t fcache_max;
+	struct intern kcache;  /* struct kcache_entry, by address; bounded as fcache */
+	uint32_t kernel_map;   /* the kernel's mapping id, 0 until a kernel frame needs it */
 
-	uint32_t ids[PW_MAX_FRAMES_CAP + 1]; /* and an off-CPU stack's pseudo-frame */
+	/* Python frames, kernel frames and an off-CPU stack's pseudo-frame */
+	uint32_t ids[PW_MAX_FRAMES_CAP + PW_KSTACK_MAX + 1];
 	uint64_t block_fid[PW_BLOCK__COUNT]; /* agg frame id + 1 of each, 0: none yet */
 	struct profile_drops drops;
 	struct profile_sampling sampling;
@@ -92,6 +102,11 @@ struct fcache_key {
 	int64_t sym;
 	uint32_t instr;
 };
+
+static bool kcache_eq(const void *item, const void *key)
+{
+	return ((const struct kcache_entry *)item)->addr == *(const uint64_t *)key;
+}
 
 static bool proc_eq(const void *item, const void *key)
 {
@@ -129,6 +144,7 @@ struct profile *profile__new(const struct profile_opts *opts)
 	p->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
 	p->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
 	p->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
+	p->kcache = (struct intern)INTERN_INIT(struct kcache_entry, kcache_eq);
 	p->symtab = symtab__new(opts->symtab_bytes);
 	p->owns_symtab = true;
 	p->agg = agg__new();
@@ -152,7 +168,13 @@ void profile__free(struct profile *p)
 	intern_free(&p->procs);
 	intern_free(&p->threads);
 	intern_free(&p->fcache);
+	intern_free(&p->kcache);
 	free(p);
+}
+
+void profile__set_ksyms(struct profile *p, const struct kallsyms *k)
+{
+	p->opts.ksyms = k;
 }
 
 /* Index of the process with target id `target`, or -1. */
@@ -309,6 +331,98 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 	return id < 0 ? id : fid;
 }
 
+/* The kernel's one mapping: the upper half of the address space, where x86-64 and arm64
+ * keep the kernel and its modules. */
+static int64_t kernel_mapping(struct profile *p)
+{
+	struct symtab_mapping m = { .kind = FRAME_KERNEL, .path = SYMTAB_KERNEL_MAPPING,
+				    .start = 1ull << 63, .limit = UINT64_MAX };
+	int64_t id;
+
+	if (p->kernel_map)
+		return p->kernel_map;
+	id = symtab__mapping(p->symtab, &m);
+	if (id > 0)
+		p->kernel_map = (uint32_t)id;
+	return id;
+}
+
+/* The function a kernel return address lies in: its symbol (and module), or what stands
+ * for it: "[unknown]+0xADDR" outside every symbol, "[kernel unsymbolized]" when the
+ * symbols are hidden. */
+static int64_t kernel_func(struct profile *p, uint64_t addr)
+{
+	const struct kallsyms *k = p->opts.ksyms;
+	struct kallsyms_hit hit;
+	char name[48];
+
+	if (!k || kallsyms__stats(k)->restricted)
+		return symtab__machine_func(p->symtab, FRAME_KERNEL, "[kernel unsymbolized]", "");
+	if (kallsyms__lookup(k, addr, &hit))
+		return symtab__machine_func(p->symtab, FRAME_KERNEL, hit.name, hit.module);
+	snprintf(name, sizeof(name), "[unknown]+0x%llx", (unsigned long long)addr);
+	return symtab__machine_func(p->symtab, FRAME_KERNEL, name, "");
+}
+
+/* agg frame id of kernel address `addr`, or a negative errno */
+static int64_t kernel_frame_id(struct profile *p, uint64_t addr)
+{
+	uint64_t hash = hash_mix64(addr);
+	int64_t id = intern_find(&p->kcache, hash, &addr), func, map, fid;
+	struct kcache_entry e;
+
+	if (id >= 0)
+		return ((const struct kcache_entry *)intern_at(&p->kcache, (size_t)id))->frame_id;
+	func = kernel_func(p, addr);
+	map = func < 0 ? func : kernel_mapping(p);
+	if (map < 0)
+		return map;
+	fid = agg__addr_frame_id(p->agg, (uint32_t)func, (uint32_t)map, addr);
+	if (fid < 0)
+		return fid;
+	if (intern_count(&p->kcache) >= p->fcache_max)
+		intern_clear(&p->kcache);
+	e = (struct kcache_entry){ addr, (uint32_t)fid };
+	id = intern_add(&p->kcache, hash, &e);
+	return id < 0 ? id : fid;
+}
+
+/* Append the kernel frames of a paired sample's stack record after the *n frames in
+ * p->ids: the record is leaf first, stacks root first, so the syscall entry comes first
+ * and the innermost function last. 0 or a negative errno. */
+static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *n)
+{
+	uint32_t nips = ks->len / sizeof(uint64_t), leaf = 0;
+	const uint8_t *ips = (const uint8_t *)(ks + 1);
+	const struct kallsyms *k = p->opts.ksyms;
+
+	if (nips > PW_KSTACK_MAX)
+		nips = PW_KSTACK_MAX;
+	/* a tracing program's stack starts inside the program and what called it: those are
+	 * pywalk's own frames, left out (the rest is where the thread was) */
+	while (k && leaf < nips) {
+		uint64_t addr;
+
+		memcpy(&addr, ips + (size_t)leaf * sizeof(addr), sizeof(addr));
+		if (!kallsyms__is_bpf_glue(k, addr))
+			break;
+		leaf++;
+	}
+	for (uint32_t i = nips; i-- > leaf;) {
+		uint64_t addr;
+		int64_t fid;
+
+		memcpy(&addr, ips + (size_t)i * sizeof(addr), sizeof(addr));
+		if (!addr)
+			continue;
+		fid = kernel_frame_id(p, addr);
+		if (fid < 0)
+			return (int)fid;
+		p->ids[(*n)++] = (uint32_t)fid;
+	}
+	return 0;
+}
+
 /* The leaf pseudo-frame of an off-CPU stack, by why its thread left the CPU (the
  * switch-out's state, PW_SF_BLOCK): agg frame id or a negative errno. */
 static int64_t block_frame(struct profile *p, uint16_t flags)
@@ -382,6 +496,7 @@ static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
 {
 	const struct pw_frame *frames;
+	struct xstack_parts parts;
 	struct symtab_target st;
 	int64_t proc;
 	uint32_t n = 0;
@@ -390,9 +505,18 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	size_t stack;
 	int err;
 
-	if (h->nframes > PW_MAX_FRAMES_CAP ||
-	    size < sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame)) {
+	if (xstack_parts(h, size, &parts) || h->nframes > PW_MAX_FRAMES_CAP ||
+	    parts.sample_size < sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame)) {
 		p->drops.n[PROFILE_DROP_MALFORMED]++;
+		return 0;
+	}
+	/* never a stack without the part the user asked for */
+	if ((h->flags & PW_SF_KSTACK) && !parts.kstack) {
+		p->drops.n[PROFILE_DROP_NO_KSTACK]++;
+		return 0;
+	}
+	if ((h->flags & PW_SF_USTACK) && !parts.ustack) {
+		p->drops.n[PROFILE_DROP_NO_USTACK]++;
 		return 0;
 	}
 	proc = proc_index(p, h->target);
@@ -424,6 +548,13 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (fid < 0)
 			return (int)fid;
 		p->ids[n++] = (uint32_t)fid;
+	}
+	/* kernel frames at the leaf, below the Python ones (a sample taken in user mode has
+	 * none); a stack whose Python frames are all shims stays empty */
+	if (parts.kstack && n) {
+		err = add_kernel_frames(p, parts.kstack, &n);
+		if (err)
+			return err;
 	}
 	if (h->probe == PW_PROBE_OFFCPU && p->opts.block_frames && n) {
 		int64_t fid = block_frame(p, h->flags);
@@ -457,7 +588,8 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	if (!err && p->opts.timeline)
 		err = note_event(p, h->time_ns, event_ns(p, h->probe, weight), stack);
 	if (!err && p->opts.on_stack)
-		p->opts.on_stack(p->opts.on_stack_ctx, p, h, size, (uint32_t)proc, p->ids, n);
+		p->opts.on_stack(p->opts.on_stack_ctx, p, h, parts.sample_size, (uint32_t)proc, p->ids,
+				 n);
 	return err;
 }
 
@@ -622,6 +754,10 @@ static const struct {
 					  "reused by another" },
 	[PROFILE_DROP_MALFORMED] = { "malformed", "malformed" },
 	[PROFILE_DROP_UNTRACKED] = { "untracked", "of untracked processes" },
+	[PROFILE_DROP_NO_KSTACK] = { "no_kernel_stack", "whose kernel stack record never came "
+							"(--kernel)" },
+	[PROFILE_DROP_NO_USTACK] = { "no_native_stack", "whose native stack record never came "
+							"(--native)" },
 };
 
 const char *profile_drop_name(enum profile_drop d)
@@ -713,6 +849,7 @@ static struct profile *new_borrower(const struct profile *p)
 	n->procs = (struct intern)INTERN_INIT(struct proc, proc_eq);
 	n->threads = (struct intern)INTERN_INIT(struct thread_name, thread_eq);
 	n->fcache = (struct intern)INTERN_INIT(struct frame_cache_entry, fcache_eq);
+	n->kcache = (struct intern)INTERN_INIT(struct kcache_entry, kcache_eq);
 	n->fcache_max = p->fcache_max;
 	n->symtab = p->symtab;
 	n->agg = agg__new();

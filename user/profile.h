@@ -10,6 +10,7 @@
 
 #include "abi.h"
 #include "agg.h"
+#include "kallsyms.h"
 #include "symtab.h"
 #include "target.h"
 
@@ -33,6 +34,9 @@ struct profile_opts {
 	bool by_function;    /* a frame is its function, at its first line, not the line
 			      * running: one box per function (--function) */
 	size_t symtab_bytes; /* budget of the code-object cache (0: the default) */
+	/* --kernel: names the kernel frames samples carry (the caller's, outliving every
+	 * profile that uses it; NULL or restricted: "[kernel unsymbolized]" frames) */
+	const struct kallsyms *ksyms;
 	/* keep every counted sample's time too (the timeline format), within
 	 * timeline_bytes (0: PROFILE_TIMELINE_BUDGET); past it samples are counted but not
 	 * placed in time, and profile__timeline_dropped says how many */
@@ -76,6 +80,8 @@ enum profile_drop {
 	PROFILE_DROP_STALE,	 /* another code object took the sampled one's address */
 	PROFILE_DROP_MALFORMED,	 /* record shorter than it claims */
 	PROFILE_DROP_UNTRACKED,	 /* of a process (target id) never tracked */
+	PROFILE_DROP_NO_KSTACK,	 /* its kernel stack record never came (--kernel) */
+	PROFILE_DROP_NO_USTACK,	 /* its native stack record never came (--native) */
 	PROFILE_DROP__COUNT
 };
 
@@ -118,6 +124,9 @@ struct profile *profile__rotate(struct profile *p);
  * records), borrowing p's symbol cache and knowing p's live processes; code records go to
  * p only. Free it before p. NULL on ENOMEM. */
 struct profile *profile__new_tap(const struct profile *p);
+
+/* --kernel: the kernel symbols that name kernel frames from now on (opts.ksyms). */
+void profile__set_ksyms(struct profile *p, const struct kallsyms *k);
 
 /* Track a target (t->id set); records of other target ids are dropped. 0 or -ENOMEM. */
 int profile__add_target(struct profile *p, const struct target *t);

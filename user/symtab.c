@@ -24,6 +24,7 @@ struct func {
 	char *name;    /* owned */
 	uint32_t file; /* in `files`: a module's functions share their path */
 	int firstline;
+	enum frame_kind kind;
 };
 
 /* One code object of one target as it was sampled (its address and tag). */
@@ -41,7 +42,8 @@ struct code {
 };
 
 struct symtab {
-	struct intern funcs;  /* struct func, by (name, file) */
+	struct intern funcs;  /* struct func, by (name, file, kind) */
+	struct intern maps;   /* struct symtab_mapping (path owned), by every field */
 	struct strtab *files; /* file paths */
 	size_t func_bytes;
 
@@ -55,11 +57,13 @@ struct symtab {
 	struct symtab_stats stats;
 };
 
-static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline);
+static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline,
+			   enum frame_kind kind);
 
 struct func_key {
 	const char *name;
 	uint32_t file;
+	enum frame_kind kind;
 };
 
 static bool func_eq(const void *item, const void *key)
@@ -67,15 +71,28 @@ static bool func_eq(const void *item, const void *key)
 	const struct func *f = item;
 	const struct func_key *k = key;
 
-	return f->file == k->file && !strcmp(f->name, k->name);
+	return f->file == k->file && f->kind == k->kind && !strcmp(f->name, k->name);
 }
 
 static uint64_t func_hash(const struct func_key *k)
 {
-	return hash_bytes(k->name, strlen(k->name), hash_mix64(k->file));
+	return hash_bytes(k->name, strlen(k->name), hash_mix64((uint64_t)k->kind << 32 | k->file));
 }
 
-static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline);
+static bool map_eq(const void *item, const void *key)
+{
+	const struct symtab_mapping *m = item, *k = key;
+
+	return m->kind == k->kind && m->start == k->start && m->limit == k->limit &&
+	       m->offset == k->offset && m->build_id_len == k->build_id_len &&
+	       !memcmp(m->build_id, k->build_id, m->build_id_len) && !strcmp(m->path, k->path);
+}
+
+static uint64_t map_hash(const struct symtab_mapping *m)
+{
+	return hash_bytes(m->path, strlen(m->path),
+			  hash_mix64(m->start ^ hash_mix64(m->offset ^ m->limit)));
+}
 
 struct symtab *symtab__new(size_t budget_bytes)
 {
@@ -85,8 +102,12 @@ struct symtab *symtab__new(size_t budget_bytes)
 	if (!st)
 		return NULL;
 	st->funcs = (struct intern)INTERN_INIT(struct func, func_eq);
+	st->maps = (struct intern)INTERN_INIT(struct symtab_mapping, map_eq);
 	st->files = strtab__new();
-	if (!st->files) {
+	/* mapping id 0 is no mapping: what a Python frame has */
+	if (!st->files || intern_add(&st->maps, 0, &(struct symtab_mapping){ .path = "" }) != 0) {
+		strtab__free(st->files);
+		intern_free(&st->maps);
 		free(st);
 		return NULL;
 	}
@@ -102,7 +123,7 @@ struct symtab *symtab__new(size_t budget_bytes)
 		symtab__free(st);
 		return NULL;
 	}
-	if (intern_func(st, name, file, 0) != SYMTAB_NO_FUNC) {
+	if (intern_func(st, name, file, 0, FRAME_PYTHON) != SYMTAB_NO_FUNC) {
 		symtab__free(st);
 		return NULL;
 	}
@@ -118,6 +139,10 @@ void symtab__free(struct symtab *st)
 	for (size_t i = 0; i < st->ncodes; i++)
 		free(st->codes[i].linetable);
 	intern_free(&st->funcs);
+	/* id 0's path is a literal */
+	for (size_t i = 1; i < intern_count(&st->maps); i++)
+		free((char *)((struct symtab_mapping *)intern_at(&st->maps, i))->path);
+	intern_free(&st->maps);
 	strtab__free(st->files);
 	free(st->codes);
 	htab_free(&st->code_index);
@@ -271,11 +296,12 @@ static int read_bytes(pid_t pid, const struct py_objlayout *lay, uint64_t addr, 
 	return 0;
 }
 
-/* Intern (name, file); takes ownership of both strings. Returns the id or -ENOMEM. */
-static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline)
+/* Intern (name, file, kind); takes ownership of both strings. Returns the id or -ENOMEM. */
+static int64_t intern_func(struct symtab *st, char *name, char *file, int firstline,
+			   enum frame_kind kind)
 {
 	int64_t file_id = strtab__intern(st->files, file), id;
-	struct func_key k = { name, (uint32_t)file_id };
+	struct func_key k = { name, (uint32_t)file_id, kind };
 	struct func f;
 
 	free(file);
@@ -288,7 +314,8 @@ static int64_t intern_func(struct symtab *st, char *name, char *file, int firstl
 		free(name);
 		return id;
 	}
-	f = (struct func){ .name = name, .file = (uint32_t)file_id, .firstline = firstline };
+	f = (struct func){ .name = name, .file = (uint32_t)file_id, .firstline = firstline,
+			   .kind = kind };
 	id = intern_add(&st->funcs, func_hash(&k), &f);
 	if (id < 0)
 		free(name);
@@ -516,7 +543,7 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 	}
 	/* 3.13+ `__init__` shim (_Py_InitCleanup): name and file are both "__init__" */
 	is_shim = !strcmp(name, "__init__") && !strcmp(file, "__init__");
-	func = intern_func(st, name, file, firstlineno);
+	func = intern_func(st, name, file, firstlineno, FRAME_PYTHON);
 	name = file = NULL;
 	if (func < 0) {
 		err = (int)func;
@@ -704,16 +731,70 @@ int symtab__func_firstline(const struct symtab *st, uint32_t func)
 	return f ? f->firstline : 0;
 }
 
-int64_t symtab__pseudo_func(struct symtab *st, const char *name)
+static int64_t labelled_func(struct symtab *st, enum frame_kind kind, const char *name,
+			     const char *file)
 {
-	char *n = strdup(name), *file = strdup("");
+	char *n = strdup(name), *f = strdup(file);
 
-	if (!n || !file) {
+	if (!n || !f) {
 		free(n);
-		free(file);
+		free(f);
 		return -ENOMEM;
 	}
-	return intern_func(st, n, file, 0);
+	return intern_func(st, n, f, 0, kind);
+}
+
+int64_t symtab__pseudo_func(struct symtab *st, const char *name)
+{
+	return labelled_func(st, FRAME_PSEUDO, name, "");
+}
+
+int64_t symtab__machine_func(struct symtab *st, enum frame_kind kind, const char *name,
+			     const char *file)
+{
+	return labelled_func(st, kind, name, file);
+}
+
+enum frame_kind symtab__func_kind(const struct symtab *st, uint32_t func)
+{
+	const struct func *f = func_at(st, func);
+
+	return f ? f->kind : FRAME_PYTHON;
+}
+
+int64_t symtab__mapping(struct symtab *st, const struct symtab_mapping *m)
+{
+	struct symtab_mapping copy = *m;
+	uint64_t hash;
+	int64_t id;
+
+	if (copy.build_id_len > SYMTAB_BUILD_ID_MAX)
+		copy.build_id_len = SYMTAB_BUILD_ID_MAX;
+	if (!copy.path)
+		copy.path = "";
+	hash = map_hash(&copy);
+	id = intern_find(&st->maps, hash, &copy);
+	if (id >= 0)
+		return id;
+	copy.path = strdup(copy.path);
+	if (!copy.path)
+		return -ENOMEM;
+	id = intern_add(&st->maps, hash, &copy);
+	if (id < 0)
+		free((char *)copy.path);
+	else
+		st->func_bytes += strlen(copy.path) + 1;
+	return id;
+}
+
+const struct symtab_mapping *symtab__mapping_at(const struct symtab *st, uint32_t id)
+{
+	return id && id < intern_count(&st->maps) ? intern_at(&st->maps, id) : NULL;
+}
+
+size_t symtab__nmappings(const struct symtab *st)
+{
+	return intern_count(&st->maps);
 }
 
 size_t symtab__nfuncs(const struct symtab *st)
@@ -734,7 +815,7 @@ const struct symtab_stats *symtab__stats(const struct symtab *st)
 
 	s->bytes = st->code_bytes + htab_bytes(&st->code_index);
 	s->budget = st->budget;
-	s->func_bytes = st->func_bytes + intern_bytes(&st->funcs);
+	s->func_bytes = st->func_bytes + intern_bytes(&st->funcs) + intern_bytes(&st->maps);
 	for (size_t i = 0; i < strtab__count(st->files); i++)
 		s->func_bytes += strlen(strtab__get(st->files, i)) + 1 + sizeof(char *);
 	s->entries = st->nlive;

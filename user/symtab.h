@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "frame.h"
 #include "pyver.h"
 
 /* Longest name or path kept, in code points; longer ones are cut and marked. */
@@ -81,6 +82,33 @@ size_t symtab__nfuncs(const struct symtab *st);
 /* A function that is no code object: a label pywalk adds to stacks ("[off-cpu: sleeping]"),
  * with file "" (writers show the name alone). Its id, or -ENOMEM. */
 int64_t symtab__pseudo_func(struct symtab *st, const char *name);
+/* A function of machine code (FRAME_NATIVE or FRAME_KERNEL): its symbol name, or what
+ * stands for it when unknown ("libfoo.so+0x1a2b", "[unknown]+0xffff..."), and the file it
+ * is in ("" for the kernel proper, a module's name, a library's path). Interned with its
+ * kind, so a C function never merges with a Python one of the same name. Its id, or
+ * -ENOMEM. */
+int64_t symtab__machine_func(struct symtab *st, enum frame_kind kind, const char *name,
+			     const char *file);
+/* What kind of frame a function id names (FRAME_PYTHON for SYMTAB_NO_FUNC). */
+enum frame_kind symtab__func_kind(const struct symtab *st, uint32_t func);
+
+/* Where machine code was mapped, as the target saw it: what pprof's Mapping says so that a
+ * tool can symbolize addresses again. Interned for the profile; id 0 is "no mapping". */
+#define SYMTAB_BUILD_ID_MAX 20
+#define SYMTAB_KERNEL_MAPPING "[kernel.kallsyms]"
+struct symtab_mapping {
+	enum frame_kind kind; /* FRAME_NATIVE or FRAME_KERNEL */
+	const char *path;     /* file path in the target's view; SYMTAB_KERNEL_MAPPING */
+	uint8_t build_id[SYMTAB_BUILD_ID_MAX];
+	uint8_t build_id_len; /* 0: unknown */
+	uint64_t start, limit, offset; /* [start, limit) mapped from file offset `offset` */
+};
+/* The id (>= 1) of a mapping equal to *m, adding a copy when new, or -ENOMEM. */
+int64_t symtab__mapping(struct symtab *st, const struct symtab_mapping *m);
+/* Mapping `id` (NULL for 0 or out of range). */
+const struct symtab_mapping *symtab__mapping_at(const struct symtab *st, uint32_t id);
+/* How many mapping ids there are (ids are 1 .. count - 1). */
+size_t symtab__nmappings(const struct symtab *st);
 
 /* Drop the entries of a target (it exited or exec'd; its addresses mean nothing now). */
 void symtab__forget_target(struct symtab *st, uint32_t target);

@@ -36,6 +36,7 @@ SUMMARY_LABELS = (
     "rejected: depth bound",
     "rejected: read fault",
     "rejected: bad frame",
+    "rejected: no kernel stack",
     "lost (ring buffer full)",
     "lost (interrupted a walk)",
 )

@@ -752,7 +752,7 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "metrics": "127.0.0.1:1", "host": "h", "queue-size": "8M",
           "flush-timeout": "2s", "service": "gunicorn*=web", "mode": "wall",
           "min-block": "1ms"}
-FLAGS = {"all", "subprocesses", "metrics-public", "verbose"}
+FLAGS = {"all", "subprocesses", "metrics-public", "verbose", "kernel"}
 
 
 def test_config_file_takes_every_long_option(pywalk, tmp_path):

@@ -304,6 +304,27 @@ def test_top_shows_hot_function_sorts_by_name_and_quits_cleanly(pywalk, pane, ho
     assert stty_state(pane) == before, "terminal modes were not restored"
 
 
+def test_top_kernel_shows_kernel_functions(pywalk, pane):
+    """--kernel: a thread reading /dev/zero in a loop spends its time in the kernel, so
+    a kernel function marked [kernel] leads the table by own%."""
+    t = Target("kernel_target.py", "read")
+    try:
+        wait = pane.run_and_status("%s top --kernel -p %d" % (pywalk, t.pid))
+        pane.wait_for("the view", lambda s: "FUNCTION" in s, timeout=20.0)
+
+        def kernel_on_top(screen):
+            rows = table(screen)
+            return rows and rows[0]["func"].endswith(" [kernel]") and \
+                rows[0]["where"].startswith("[kernel]:")
+        screen = pane.wait_for("a [kernel] function on top", kernel_on_top, timeout=5.0)
+        names = [r["func"] for r in table(screen)]
+        assert "zero_reader" in names, screen
+        pane.keys("q")
+        assert wait(timeout=5) == 0
+    finally:
+        t.stop()
+
+
 def test_top_ctrl_c_exits_0_and_restores_the_terminal(pywalk, pane, hot_target):
     before = stty_state(pane)
     wait = pane.run_and_status("%s top -p %d" % (pywalk, hot_target.pid))

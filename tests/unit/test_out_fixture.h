@@ -142,15 +142,21 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 	return fx;
 }
 
-/* Count `count` hits of trace's probe `probe` (0: samples of the sampler), each weighing
- * `weight` (0: one), of the stack codes[0..n) (root first) in thread `tid` (0: ours). */
-FX_API void fx_hit(struct fx *fx, uint32_t probe, uint64_t weight, uint32_t tid,
-		   const uint64_t *codes, uint32_t n, uint64_t count)
+/* A sample record (malloc'ed, *size bytes) of trace's probe `probe` (0: the sampler)
+ * weighing `weight` (0: one), of the stack codes[0..n) (root first) in thread `tid` (0:
+ * ours), at fx->time_ns, with the tags the BPF walker would read. */
+FX_API struct pw_sample_hdr *fx_record(struct fx *fx, uint32_t probe, uint64_t weight,
+				       uint32_t tid, const uint64_t *codes, uint32_t n,
+				       size_t *size)
 {
-	size_t size = sizeof(struct pw_sample_hdr) + n * sizeof(struct pw_frame);
-	struct pw_sample_hdr *h = calloc(1, size);
-	struct pw_frame *frames = (struct pw_frame *)(h + 1);
+	struct pw_sample_hdr *h;
+	struct pw_frame *frames;
 
+	*size = sizeof(struct pw_sample_hdr) + n * sizeof(struct pw_frame);
+	h = calloc(1, *size);
+	if (!h)
+		abort();
+	frames = (struct pw_frame *)(h + 1);
 	h->kind = PW_REC_SAMPLE;
 	h->probe = (uint16_t)probe;
 	h->weight = weight;
@@ -168,6 +174,17 @@ FX_API void fx_hit(struct fx *fx, uint32_t probe, uint64_t weight, uint32_t tid,
 		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i], .instr = PW_INSTR_NONE,
 					       .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
 	}
+	return h;
+}
+
+/* Count `count` hits of trace's probe `probe` (0: samples of the sampler), each weighing
+ * `weight` (0: one), of the stack codes[0..n) (root first) in thread `tid` (0: ours). */
+FX_API void fx_hit(struct fx *fx, uint32_t probe, uint64_t weight, uint32_t tid,
+		   const uint64_t *codes, uint32_t n, uint64_t count)
+{
+	size_t size;
+	struct pw_sample_hdr *h = fx_record(fx, probe, weight, tid, codes, n, &size);
+
 	for (uint64_t c = 0; c < count; c++)
 		if (profile__add_record(fx->p, h, size))
 			abort();
@@ -209,6 +226,54 @@ FX_API char *fx_write(const struct fx *fx, int (*write)(FILE *, const struct pro
 	}
 	*len = size;
 	return buf;
+}
+
+/* The standard output of shell command `cmd` (malloc'ed); it must exit 0. For the tests
+ * that hand a writer's output to another tool (go tool pprof). */
+FX_API char *fx_command_output(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	char *buf = NULL, chunk[4096];
+	size_t size = 0, n;
+	FILE *m = open_memstream(&buf, &size);
+
+	if (!p || !m)
+		abort();
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(m);
+	if (pclose(p))
+		abort();
+	return buf;
+}
+
+static int write_all_or_abort(int fd, const char *buf, size_t len)
+{
+	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* Is `go` there to run `go tool pprof`? Says why not (the caller skips). */
+FX_API bool fx_have_go(void)
+{
+	if (!system("command -v go >/dev/null 2>&1"))
+		return true;
+	printf("SKIP: go not installed (apt-get install golang-go)\n");
+	return false;
+}
+
+/* Run a writer into a new file at `path` (a mkstemps template ending in a suffix of
+ * `suffix_len` characters), for a tool to read. */
+FX_API void fx_write_file(const struct fx *fx, int (*write)(FILE *, const struct profile *),
+			  char *path, int suffix_len)
+{
+	size_t len;
+	char *out = fx_write(fx, write, &len);
+	int fd = mkstemps(path, suffix_len);
+
+	if (!out || fd < 0 || write_all_or_abort(fd, out, len))
+		abort();
+	close(fd);
+	free(out);
 }
 
 /* Names no writer may let escape its syntax (what a hostile target can choose). */

@@ -346,48 +346,24 @@ static void test_pprof_strings_are_valid_utf8(void **state)
 
 /* --- go tool pprof ------------------------------------------------------------------ */
 
-static char *run(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t size = 0, n;
-	char chunk[4096];
-	FILE *m = open_memstream(&buf, &size);
-
-	assert_non_null(p);
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(m);
-	assert_int_equal(pclose(p), 0);
-	return buf;
-}
-
 static void test_pprof_go_tool_reads_hostile_names(void **state)
 {
 	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
-	size_t n = sizeof(fx_hostile) / sizeof(fx_hostile[0]), len;
+	size_t n = sizeof(fx_hostile) / sizeof(fx_hostile[0]);
 	char path[] = "/tmp/pywalk-test-XXXXXX.pb.gz", cmd[256];
 	uint64_t root = fx_code(fx, "<module>", "/srv/app.py", 1);
-	char *out, *raw, *top;
-	int fd;
+	char *raw, *top;
 
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1")) {
-		print_message("SKIP: go not installed (apt-get install golang-go)\n");
+	if (!fx_have_go())
 		skip();
-	}
 	for (size_t i = 0; i < n; i++)
 		fx_sample(fx, 0, (uint64_t[]){ root, fx_code(fx, fx_hostile[i], fx_hostile[i], 7) },
 			  2, i ? 1 : 10);
-	out = fx_write(fx, out_pprof_write, &len);
-	assert_non_null(out);
-	fd = mkstemps(path, 6);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, out, len), (ssize_t)len);
-	close(fd);
+	fx_write_file(fx, out_pprof_write, path, 6);
 
 	snprintf(cmd, sizeof(cmd), "go tool pprof -raw %s 2>&1", path);
-	raw = run(cmd);
+	raw = fx_command_output(cmd);
 	assert_non_null(strstr(raw, "PeriodType: cpu nanoseconds\n"));
 	assert_non_null(strstr(raw, "Period: 10101010\n"));
 	assert_non_null(strstr(raw, "Duration: 2s\n"));
@@ -401,14 +377,13 @@ static void test_pprof_go_tool_reads_hostile_names(void **state)
 	assert_non_null(strstr(raw, "<module> /srv/app.py:1 s=1"));
 
 	snprintf(cmd, sizeof(cmd), "go tool pprof -top -sample_index=samples %s 2>&1", path);
-	top = run(cmd);
+	top = fx_command_output(cmd);
 	/* 10 + 8 samples; the heaviest leaf is the first hostile name */
 	assert_non_null(strstr(top, "Showing nodes accounting for 18, 100% of 18 total"));
 	assert_non_null(strstr(top, "        10 55.56% 55.56%         10 55.56%  semi;colon\n"));
 	unlink(path);
 	free(raw);
 	free(top);
-	free(out);
 	fx_free(fx);
 }
 
