@@ -661,6 +661,7 @@ int engine__start(struct engine *e)
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
+						    .native_stack = e->opts.native_stack,
 						    .task_pids = scope,
 						    .ntask_pids = nscope,
 						    .ring_bytes = ring_bytes(e),
