@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "native.h"
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
@@ -61,6 +62,8 @@ struct engine {
 	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
 	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
 	struct kagg *kagg;	  /* --aggregate */
+	struct native *native;	  /* --native: stack records and the binaries that unwind them */
+	struct native_stack *nstack; /* the sample being counted's native frames */
 	uint64_t next_agg_drain_ns;
 	uint32_t agg_draining; /* the generation being drained */
 	struct gilstats *gil;	  /* --gil-stats */
@@ -346,6 +349,17 @@ static int count_sample(void *ctx, const void *data, size_t size)
 		}
 	}
 
+	/* --native: unwound once, counted merged by the profile and every tap */
+	if (size >= sizeof(h) && (h.flags & PW_SF_USTACK) && e->native) {
+		native__unwind(e->native, &h, e->nstack);
+		for (size_t i = 0; i < e->ntaps; i++) {
+			int err = profile__add_sample_native(e->taps[i], data, size, e->nstack);
+
+			if (err)
+				return err;
+		}
+		return profile__add_sample_native(e->prof, data, size, e->nstack);
+	}
 	for (size_t i = 0; i < e->ntaps; i++) {
 		int err = profile__add_record(e->taps[i], data, size);
 
@@ -386,6 +400,8 @@ static int on_record(void *ctx, const void *data, size_t size)
 		memcpy(&kind, data, sizeof(kind));
 		if (kind == PW_REC_OFFCPU)
 			return e->off ? offcpu__resume(e->off, data, size, count_sample, e) : 0;
+		if (kind == PW_REC_USTACK)
+			return e->native ? native__hold(e->native, data, size) : 0;
 		if (kind == PW_REC_AGG_FIRST && e->kagg)
 			return kagg__first(e->kagg, e->prof, data, size, count_sample, e);
 		if (kind == PW_REC_SAMPLE && e->off) {
@@ -462,6 +478,15 @@ struct engine *engine__new(const struct engine_opts *opts)
 						     PROFILE_VALUE_SAMPLES;
 	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
+	if (opts->native_stack) {
+		e->native = native__new();
+		e->nstack = malloc(sizeof(*e->nstack));
+		if (!e->native || !e->nstack) {
+			pw_err("out of memory\n");
+			engine__free(e);
+			return NULL;
+		}
+	}
 	if (opts->aggregate) {
 		/* the stack a key's first record makes is the one its later hits count for */
 		e->kagg = kagg__new();
@@ -528,6 +553,8 @@ void engine__free(struct engine *e)
 	target_cache__free(e->cache);
 	offcpu__free(e->off);
 	kagg__free(e->kagg);
+	native__free(e->native);
+	free(e->nstack);
 	gilstats__free(e->gil);
 	xstack__free(e->xs);
 	kallsyms__free(e->ksyms); /* after every profile that names frames with it */
@@ -1154,6 +1181,19 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 				"%llu kernel stack records without their sample (not counted)\n",
 			(unsigned long long)xs->paired,
 			(unsigned long long)(xs->unpaired + xs->malformed));
+	}
+	if (e->native) {
+		const struct native_stats *ns = native__stats(e->native);
+		uint64_t tried = ns->unwound + ns->incomplete;
+
+		log_printf(LOG_INFO, "pywalk: --native: %llu stacks unwound to their first frame, "
+				     "%llu stopped short, %.1f us each; %llu stack records without "
+				     "their sample, %llu samples without theirs; maps re-read %llu "
+				     "times\n",
+			   (unsigned long long)ns->unwound, (unsigned long long)ns->incomplete,
+			   tried ? (double)ns->unwind_ns / 1e3 / (double)tried : 0.0,
+			   (unsigned long long)ns->orphans, (unsigned long long)ns->unpaired,
+			   (unsigned long long)ns->map_reloads);
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: MIT
+#include "native.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <elfutils/libdwfl.h>
+
+#include "log.h"
+#include "proc.h"
+#include "util.h"
+
+/* Stack records waiting for their sample: one per CPU at most is in flight (a record and
+ * its sample are shipped by one program run), so a few dozen slots are plenty. */
+#define PENDING_SLOTS 64
+/* Processes whose binaries are kept open; the least recently sampled is closed first. */
+#define MAX_PROCS 16
+/* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
+#define NAME_SLOTS 4096
+/* An address outside every known module re-reads the maps at most this often. */
+#define RELOAD_NS (100 * 1000 * 1000ull)
+
+struct pending {
+	uint32_t tid;
+	bool used;
+	uint8_t *rec;
+	size_t size;
+};
+
+struct name_slot {
+	uint64_t pc;
+	const char *symbol, *module;
+	uint64_t rel;
+};
+
+struct nproc {
+	pid_t pid;
+	Dwfl *dwfl;
+	bool attached;
+	uint64_t used_ns, reload_ns;
+	struct name_slot *names;
+	/* the sample being unwound: what the memory and register callbacks answer from */
+	const struct pw_ustack_hdr *uh;
+	const uint8_t *stack;
+	pid_t tid;
+	uint64_t pcs[NATIVE_MAX_FRAMES];
+	bool act[NATIVE_MAX_FRAMES];
+	uint32_t npcs;
+};
+
+struct native {
+	struct pending pending[PENDING_SLOTS];
+	struct nproc procs[MAX_PROCS];
+	struct native_stats stats;
+};
+
+struct native *native__new(void)
+{
+	elf_version(EV_CURRENT);
+	return calloc(1, sizeof(struct native));
+}
+
+static void close_proc(struct nproc *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	free(p->names);
+	memset(p, 0, sizeof(*p));
+}
+
+void native__free(struct native *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < PENDING_SLOTS; i++)
+		free(n->pending[i].rec);
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		close_proc(&n->procs[i]);
+	free(n);
+}
+
+const struct native_stats *native__stats(const struct native *n)
+{
+	return &n->stats;
+}
+
+int native__hold(struct native *n, const void *rec, size_t size)
+{
+	struct pw_ustack_hdr h;
+	struct pending *slot = NULL;
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, rec, sizeof(h));
+	if (h.size > PW_USTACK_MAX || size < sizeof(h) + h.size)
+		return 0;
+	for (size_t i = 0; i < PENDING_SLOTS && !slot; i++)
+		if (n->pending[i].used && n->pending[i].tid == h.tid) {
+			slot = &n->pending[i];
+			n->stats.orphans++; /* its sample never came */
+		}
+	for (size_t i = 0; i < PENDING_SLOTS && !slot; i++)
+		if (!n->pending[i].used)
+			slot = &n->pending[i];
+	if (!slot) {
+		/* every slot taken: the oldest-looking one is an orphan */
+		slot = &n->pending[h.tid % PENDING_SLOTS];
+		n->stats.orphans++;
+	}
+	if (!slot->rec) {
+		slot->rec = malloc(sizeof(struct pw_ustack));
+		if (!slot->rec)
+			return -ENOMEM;
+	}
+	memcpy(slot->rec, rec, sizeof(h) + h.size);
+	slot->size = sizeof(h) + h.size;
+	slot->tid = h.tid;
+	slot->used = true;
+	return 0;
+}
+
+/* ---- libdwfl's view of one sample --------------------------------------------------- */
+
+/* Memory outside the stack copy: the read-only contents of a mapped binary (what CFI
+ * expressions may look at); anything else is unknown, which ends the unwind there. */
+static bool read_module(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	GElf_Addr bias;
+	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	size_t nph, rawsize;
+	char *raw = elf ? elf_rawfile(elf, &rawsize) : NULL;
+
+	if (!raw || elf_getphdrnum(elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t va = addr - bias;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
+			continue;
+		if (va < ph.p_vaddr || va + 8 > ph.p_vaddr + ph.p_filesz ||
+		    ph.p_offset + (va - ph.p_vaddr) + 8 > rawsize)
+			continue;
+		memcpy(result, raw + ph.p_offset + (va - ph.p_vaddr), 8);
+		return true;
+	}
+	return false;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct nproc *p = arg;
+	uint64_t sp = p->uh->regs[PW_UREG_SP];
+
+	if (addr >= sp && addr - sp <= p->uh->size && p->uh->size - (addr - sp) >= 8) {
+		memcpy(result, p->stack + (addr - sp), 8);
+		return true;
+	}
+	return read_module(dwfl, addr, result);
+}
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct nproc *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = p;
+	return p->tid;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct nproc *p = arg;
+	const __u64 *r = p->uh->regs;
+#if defined(__x86_64__)
+	/* DWARF register numbers of x86-64 */
+	Dwarf_Word bx = r[PW_UREG_BX], bp_sp[2] = { r[PW_UREG_BP], r[PW_UREG_SP] };
+	Dwarf_Word r12_15[4] = { r[PW_UREG_R12], r[PW_UREG_R13], r[PW_UREG_R14],
+				 r[PW_UREG_R15] };
+
+	if (!dwfl_thread_state_registers(thread, 3, 1, &bx) ||
+	    !dwfl_thread_state_registers(thread, 6, 2, bp_sp) ||
+	    !dwfl_thread_state_registers(thread, 12, 4, r12_15))
+		return false;
+	dwfl_thread_state_register_pc(thread, r[PW_UREG_IP]);
+	return true;
+#else
+	(void)thread;
+	(void)r;
+	return false;
+#endif
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+static char *debuginfo_path = NULL; /* libdwfl's default: .debug, /usr/lib/debug */
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+/* ---- modules ------------------------------------------------------------------------- */
+
+/* The load bias of the file mapped by `m` (its lowest-offset mapping). */
+static int load_bias(Elf *e, const struct proc_map *m, GElf_Addr *bias)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(e, &nph))
+		return -EINVAL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t off_page, va_page;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		off_page = ph.p_offset & ~4095ull;
+		va_page = ph.p_vaddr & ~4095ull;
+		if (m->offset < off_page || m->offset >= ph.p_offset + ph.p_filesz)
+			continue;
+		*bias = m->start - (va_page + (m->offset - off_page));
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* Report every file-backed mapping not yet known: its binary is opened through the
+ * target's view of the file system and must be the mapping's device and inode. */
+static int report_maps(struct nproc *p)
+{
+	struct proc_maps maps = { 0 };
+	int err = proc_read_maps(p->pid, &maps);
+
+	if (err)
+		return err;
+	if (p->attached)
+		dwfl_report_begin_add(p->dwfl);
+	else
+		dwfl_report_begin(p->dwfl);
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct proc_map *m = &maps.maps[i];
+		GElf_Addr bias;
+		Elf *e;
+		int fd;
+
+		if (!m->path || m->path[0] != '/' || !m->inode)
+			continue;
+		/* the file's first mapping only (the others are its other segments) */
+		if (i && maps.maps[i - 1].inode == m->inode && maps.maps[i - 1].path &&
+		    !strcmp(maps.maps[i - 1].path, m->path))
+			continue;
+		if (dwfl_addrmodule(p->dwfl, m->start))
+			continue;
+		fd = proc_open_mapped_file(p->pid, m);
+		if (fd < 0)
+			continue;
+		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!e || load_bias(e, m, &bias)) {
+			if (e)
+				elf_end(e);
+			close(fd);
+			continue;
+		}
+		elf_end(e);
+		/* libdwfl owns fd from here when it takes the module */
+		if (!dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true))
+			close(fd);
+	}
+	proc_maps_free(&maps);
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	return 0;
+}
+
+static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
+{
+	struct nproc *p = NULL, *oldest = &n->procs[0];
+
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		if (n->procs[i].dwfl && n->procs[i].pid == pid) {
+			p = &n->procs[i];
+			p->used_ns = now;
+			return p;
+		}
+		if (n->procs[i].used_ns < oldest->used_ns)
+			oldest = &n->procs[i];
+	}
+	p = oldest;
+	close_proc(p);
+	p->pid = pid;
+	p->used_ns = p->reload_ns = now;
+	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
+	p->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!p->names || !p->dwfl || report_maps(p) ||
+	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
+		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
+		close_proc(p);
+		return NULL;
+	}
+	p->attached = true;
+	return p;
+}
+
+void native__forget(struct native *n, pid_t pid)
+{
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (n->procs[i].dwfl && n->procs[i].pid == pid)
+			close_proc(&n->procs[i]);
+}
+
+/* ---- unwinding ----------------------------------------------------------------------- */
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct nproc *p = arg;
+	Dwarf_Addr pc;
+	bool act;
+
+	if (p->npcs >= NATIVE_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &act))
+		return DWARF_CB_ABORT;
+	p->pcs[p->npcs] = pc;
+	p->act[p->npcs++] = act;
+	return DWARF_CB_OK;
+}
+
+/* 0: unwound to the thread's first frame; else where it stopped is unknown */
+static int unwind(struct nproc *p)
+{
+	p->npcs = 0;
+	return dwfl_getthread_frames(p->dwfl, p->tid, on_frame, p);
+}
+
+static bool is_eval_symbol(const char *s)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	/* a ".cold" part of it runs in the same activation */
+	return s && !strncmp(s, eval, sizeof(eval) - 1) &&
+	       (s[sizeof(eval) - 1] == 0 || s[sizeof(eval) - 1] == '.');
+}
+
+static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_frame *f)
+{
+	/* a return address is past its call: look up the call */
+	uint64_t look = act ? pc : pc - 1;
+	struct name_slot *slot = &p->names[hash_mix64(look) % NAME_SLOTS];
+
+	if (slot->pc != look || !slot->module) {
+		Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, look);
+		GElf_Off off;
+		GElf_Sym sym;
+		GElf_Addr bias = 0;
+
+		slot->pc = look;
+		slot->symbol = mod ? dwfl_module_addrinfo(mod, look, &off, &sym, NULL, NULL, NULL) :
+				     NULL;
+		slot->module = mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) :
+				     "?";
+		if (mod)
+			dwfl_module_getelf(mod, &bias);
+		slot->rel = pc - bias;
+	}
+	f->pc = pc;
+	f->symbol = slot->symbol;
+	f->module = slot->module ? slot->module : "?";
+	f->rel = slot->pc == look ? slot->rel : pc;
+	f->is_eval = is_eval_symbol(f->symbol);
+}
+
+static struct pending *take_pending(struct native *n, const struct pw_sample_hdr *h)
+{
+	for (size_t i = 0; i < PENDING_SLOTS; i++) {
+		struct pending *s = &n->pending[i];
+		struct pw_ustack_hdr uh;
+
+		if (!s->used || s->tid != h->tid)
+			continue;
+		memcpy(&uh, s->rec, sizeof(uh));
+		s->used = false;
+		if (uh.time_ns == h->time_ns)
+			return s;
+		n->stats.orphans++;
+		return NULL;
+	}
+	return NULL;
+}
+
+void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct native_stack *out)
+{
+	uint64_t t0 = now_ns();
+	struct pending *s = take_pending(n, h);
+	struct nproc *p;
+	int rc;
+
+	out->n = 0;
+	if (!s) {
+		n->stats.unpaired++;
+		out->status = NATIVE_UNPAIRED;
+		return;
+	}
+	out->status = NATIVE_INCOMPLETE;
+	p = proc_for(n, (pid_t)h->pid, t0);
+	if (!p) {
+		n->stats.incomplete++;
+		return;
+	}
+	p->uh = (const struct pw_ustack_hdr *)s->rec;
+	p->stack = s->rec + sizeof(struct pw_ustack_hdr);
+	p->tid = (pid_t)h->tid;
+	rc = unwind(p);
+	/* stopped in no known module: a library loaded since the maps were read */
+	if (rc && p->npcs && !dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) &&
+	    t0 - p->reload_ns >= RELOAD_NS) {
+		p->reload_ns = t0;
+		n->stats.map_reloads++;
+		if (!report_maps(p))
+			rc = unwind(p);
+	}
+	if (rc == 0) {
+		out->status = NATIVE_OK;
+		out->n = p->npcs;
+		/* root first */
+		for (uint32_t i = 0; i < p->npcs; i++)
+			name_frame(p, p->pcs[p->npcs - 1 - i], p->act[p->npcs - 1 - i], &out->f[i]);
+		n->stats.unwound++;
+	} else {
+		n->stats.incomplete++;
+	}
+	n->stats.unwind_ns += now_ns() - t0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* --native: the sampled thread's native frames, unwound in userspace from the registers
+ * and stack copy of its PW_REC_USTACK record with elfutils' libdwfl (each binary's CFI:
+ * .eh_frame, .debug_frame), and named from .symtab, .dynsym, MiniDebugInfo or the debug
+ * files under /usr/lib/debug. The binaries are the target's own (opened through its view of
+ * the file system, checked against the mapping's device and inode), kept per process. */
+#ifndef PW_NATIVE_H
+#define PW_NATIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+
+#define NATIVE_MAX_FRAMES 512
+
+/* What became of a sample's native stack. */
+enum native_status {
+	NATIVE_OK = 0,
+	NATIVE_UNPAIRED,    /* its stack record did not come (or another sample's did) */
+	NATIVE_INCOMPLETE,  /* the unwind did not reach the thread's first frame */
+};
+
+struct native_frame {
+	uint64_t pc;	    /* the return address (the interrupted ip for the leaf) */
+	const char *symbol; /* NULL: not in any symbol table */
+	const char *module; /* file name of the binary, "?" when in none */
+	uint64_t rel;	    /* pc relative to the module's load bias (the ELF address) */
+	bool is_eval;	    /* an activation of the eval loop */
+};
+
+/* Root first. Strings live until the next native__unwind or native__free. */
+struct native_stack {
+	enum native_status status;
+	uint32_t n;
+	struct native_frame f[NATIVE_MAX_FRAMES];
+};
+
+struct native_stats {
+	uint64_t unwound;      /* samples unwound to their first frame */
+	uint64_t incomplete;   /* unwinds that stopped short */
+	uint64_t unpaired;     /* samples whose stack record was missing */
+	uint64_t orphans;      /* stack records no sample came for */
+	uint64_t unwind_ns;    /* time spent unwinding and naming */
+	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
+};
+
+struct native;
+
+struct native *native__new(void);
+void native__free(struct native *n);
+/* Hold a PW_REC_USTACK record until its sample comes. 0 or -ENOMEM. */
+int native__hold(struct native *n, const void *rec, size_t size);
+/* The native stack of sample `h` (PW_SF_USTACK set), of process `pid`. */
+void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct native_stack *out);
+/* Process `pid` ended: its binaries are closed. */
+void native__forget(struct native *n, pid_t pid);
+const struct native_stats *native__stats(const struct native *n);
+
+#endif
