@@ -2,6 +2,9 @@
 #include "native.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/auxv.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +22,9 @@
 #define MAX_PROCS 16
 /* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
 #define NAME_SLOTS 4096
-/* An address outside every known module re-reads the maps at most this often. */
-#define RELOAD_NS (100 * 1000 * 1000ull)
+/* An address outside every known module re-reads the maps at most this often (a JIT's
+ * code is in no module: it must not cost a maps read per sample). */
+#define RELOAD_NS (10 * 1000 * 1000ull)
 
 struct pending {
 	uint32_t tid;
@@ -251,12 +255,33 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Where the kernel mapped the vDSO in `pid` (its auxiliary vector), 0 if unknown. */
+static uint64_t vdso_address(pid_t pid)
+{
+	uint64_t av[2 * 64] = { 0 };
+	char path[64];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, av, sizeof(av));
+	close(fd);
+	for (ssize_t i = 0; len > 0 && (i + 2) * 8 <= len; i += 2)
+		if (av[i] == AT_SYSINFO_EHDR)
+			return av[i + 1];
+	return 0;
+}
+
 /* Report every file-backed mapping not yet known: its binary is opened through the
  * target's view of the file system and must be the mapping's device and inode. */
 static int report_maps(struct nproc *p)
 {
 	struct proc_maps maps = { 0 };
 	int err = proc_read_maps(p->pid, &maps);
+	uint64_t vdso = vdso_address(p->pid);
 
 	if (err)
 		return err;
@@ -270,6 +295,14 @@ static int report_maps(struct nproc *p)
 		Elf *e;
 		int fd;
 
+		if (m->start == vdso && !dwfl_addrmodule(p->dwfl, m->start)) {
+			/* the kernel's image: libdwfl reads it from the process's memory */
+			char name[32];
+
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)p->pid);
+			dwfl_report_module(p->dwfl, name, m->start, m->end);
+			continue;
+		}
 		if (!m->path || m->path[0] != '/' || !m->inode)
 			continue;
 		/* the file's first mapping only (the others are its other segments) */
@@ -279,8 +312,10 @@ static int report_maps(struct nproc *p)
 		if (dwfl_addrmodule(p->dwfl, m->start))
 			continue;
 		fd = proc_open_mapped_file(p->pid, m);
-		if (fd < 0)
+		if (fd < 0) {
+			pw_debug("native: %d: cannot open %s: %s\n", (int)p->pid, m->path, strerror(-fd));
 			continue;
+		}
 		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 		if (!e || load_bias(e, m, &bias)) {
 			if (e)
@@ -290,8 +325,10 @@ static int report_maps(struct nproc *p)
 		}
 		elf_end(e);
 		/* libdwfl owns fd from here when it takes the module */
-		if (!dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true))
+		if (!dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true)) {
+			pw_debug("native: %d: %s: %s\n", (int)p->pid, m->path, dwfl_errmsg(-1));
 			close(fd);
+		}
 	}
 	proc_maps_free(&maps);
 	dwfl_report_end(p->dwfl, NULL, NULL);
@@ -314,7 +351,7 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 	p = oldest;
 	close_proc(p);
 	p->pid = pid;
-	p->used_ns = p->reload_ns = now;
+	p->used_ns = now;
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
 	p->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!p->names || !p->dwfl || report_maps(p) ||
@@ -451,6 +488,13 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct nati
 		n->stats.unwound++;
 	} else {
 		n->stats.incomplete++;
+		Dwfl_Module *mod = p->npcs ? dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) : NULL;
+
+		pw_debug("native: %d/%d: unwind stopped after %u frames at 0x%llx (%s): %s\n",
+			 (int)h->pid, (int)h->tid, p->npcs,
+			 p->npcs ? (unsigned long long)p->pcs[p->npcs - 1] : 0ull,
+			 mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : "no module",
+			 rc < 0 ? dwfl_errmsg(-1) : "too deep");
 	}
 	n->stats.unwind_ns += now_ns() - t0;
 }
