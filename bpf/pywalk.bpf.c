@@ -206,9 +206,10 @@ static long walk_cb(__u32 index __attribute__((unused)), void *data)
 			c->s->agg_key.stack = agg_fold(c->s->agg_key.stack, &c->w.cur);
 	}
 	/* --native: the root-most frame of each eval-loop activation (PW_FRAME_ENTRY): a 3.11
-	 * frame with is_entry, or the frame a 3.12+ entry shim (a step that emits nothing)
-	 * follows */
-	if (native_stack && c->w.last_was_entry && idx < PW_MAX_FRAMES_CAP && c->w.nframes)
+	 * frame with is_entry, the frame a 3.12+ entry shim (a step that emits nothing)
+	 * follows, every 3.10 frame (one activation each) */
+	if (native_stack && idx < PW_MAX_FRAMES_CAP && c->w.nframes &&
+	    (c->w.last_was_entry || (c->w.emit && c->cfg->chain_kind == PW_CHAIN_FRAMEOBJ)))
 		c->s->sample.frames[idx].code |= PW_FRAME_ENTRY;
 	return done ? 1 : 0;
 }

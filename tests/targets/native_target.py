@@ -3,7 +3,8 @@
 ext_inner, busy) -> reenter (Python) -> nativeext.spin (ext_spin, busy), over and over.
 
 usage: native_target.py EXT_DIR SECONDS [--late] [--forge]
---late: the extension is imported (dlopen) only after READY, once recording has begun.
+--late: the extension is imported (dlopen) only after 2 s of pure Python after READY
+(warmup), once recording has begun and its first native stacks were unwound.
 --forge: the chain goes through a fake eval-loop activation (a mismatch).
 """
 import sys
@@ -29,8 +30,16 @@ def run():
         nativeext.outer(reenter, SLICE_S, FORGE)
 
 
+def warmup():
+    end = time.monotonic() + 2.0
+    acc = 0
+    while time.monotonic() < end:
+        for i in range(1000):
+            acc = (acc + i) & 0xffff
+
+
 print("READY", flush=True)
 if LATE:
-    time.sleep(1.0)
+    warmup()
     import nativeext  # noqa: E402,F811
 run()

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: MIT
+"""--native end to end: a C extension (tests/targets/nativeext.c, built per interpreter with
+its own headers) runs ext_outer -> ext_middle -> ext_inner (busy), which calls back into
+Python (reenter), which calls the extension again (ext_spin, busy). Each run records the
+target at 499 Hz for a few seconds with `record --native` and checks the merged stacks
+exactly, root first: the Python frames sit where the eval loop ran them, between the
+extension's native frames, on >= 95 % of the samples, and the eval loop itself never
+shows. Also: a stripped copy of the extension (its frames 'lib+0xOFF', each offset inside
+the function the unstripped copy's symbol table gives), the extension loaded with dlopen
+after recording began, a process in its own pid and mount namespace, and a forged eval
+activation (the extension calls a function named like the eval loop's cold part) counted
+as a mismatch, never shipped.
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+import pywalk_e2e as e2e
+
+EXT_SOURCE = os.path.join(e2e.TARGETS_DIR, "nativeext.c")
+# no inlining, no tail calls: every ext_* function keeps its own activation
+CFLAGS = "-O2 -fno-inline -fno-optimize-sibling-calls"
+HZ = 499
+SECONDS = 3
+MATCH_MIN = 0.95
+
+# the two stacks the main thread has while it is busy, as projected by _project
+IN_INNER = ["<module>", "run", "py_outer", "ext_outer", "ext_middle", "ext_inner", "burn"]
+IN_SPIN = IN_INNER[:-1] + ["reenter", "py_spin", "ext_spin", "burn"]
+EXT_FUNCS = ("py_outer", "ext_outer", "ext_middle", "ext_inner", "py_spin", "ext_spin", "burn")
+NATIVE_RE = re.compile(r"^(?P<name>.+) \[native\]$")
+LIB_RE = re.compile(r"^(?P<lib>[^ ]+)\+0x(?P<off>[0-9a-f]+)$")
+
+
+@pytest.fixture(scope="module")
+def ext(interp, tmp_path_factory):
+    """(dir as the target sees it, dir on the host) of the built extension."""
+    return e2e.build_ext(interp, EXT_SOURCE, "nativeext", tmp_path_factory, CFLAGS)
+
+
+def _ext_file(host_dir):
+    names = [n for n in os.listdir(host_dir) if n.startswith("nativeext") and n.endswith(".so")]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def _record(interp, target_argv, tmp_path, pidns=False, script_path=None, ready=True):
+    t = e2e.Target(interp, argv=target_argv, script_path=script_path, pidns=pidns)
+    out = str(tmp_path / "native.folded")
+    try:
+        t.wait_ready()
+        r = e2e.run_pywalk(["record", "-p", t.pid, "--native", "-d", SECONDS, "-F", HZ,
+                            "-o", out], timeout=SECONDS + 60)
+    finally:
+        t.stop()
+    describe = e2e.describe_run(r, out)
+    assert r.returncode == 0, describe
+    e2e.check_summary(r.stderr)
+    return e2e.parse_folded(out), r, describe
+
+
+def _native_name(frame):
+    m = NATIVE_RE.match(frame)
+    return m.group("name") if m else None
+
+
+def _project(frames, keep_lib=None):
+    """The frames a test can know: Python frames by qualname, the extension's native
+    frames by name (or 'LIB+0xOFF' of the stripped file keep_lib); the interpreter's and
+    libc's native frames, which differ by build, are left out."""
+    out = []
+    for f in frames:
+        name = _native_name(f)
+        if name is None:
+            py = e2e.parse_py_frame(f)
+            assert py, "frame %r is neither Python nor native" % f
+            out.append(py[0])
+        elif name in EXT_FUNCS:
+            out.append(name)
+        elif keep_lib and name.startswith(keep_lib + "+0x"):
+            out.append(name)
+    return out
+
+
+def _check_merged(rows, describe, also=()):
+    """>= 95 % of the samples exactly IN_INNER, IN_SPIN or one of `also`, and each of the
+    first two >= 20 %."""
+    want = (IN_INNER, IN_SPIN) + tuple(also)
+    total = sum(n for _, n in rows)
+    exact = {tuple(w): 0 for w in want}
+    for frames, n in rows:
+        assert _native_name(frames[0]), "root frame %r is not native (the thread's start)\n%s" % (
+            frames[0], describe)
+        for f in frames:
+            name = _native_name(f) or ""
+            assert not name.startswith("_PyEval_EvalFrameDefault"), \
+                "an eval activation was not replaced: %s\n%s" % (";".join(frames), describe)
+        got = tuple(_project(frames))
+        if got in exact:
+            exact[got] += n
+    matched = sum(exact.values())
+    assert total >= 0.25 * SECONDS * HZ, "only %d samples\n%s" % (total, describe)
+    assert matched >= MATCH_MIN * total, "%d of %d samples exactly %s\n%s" % (
+        matched, total, [list(w) for w in want], describe)
+    for w in (IN_INNER, IN_SPIN):
+        n = exact[tuple(w)]
+        assert n >= 0.2 * total, "%s: only %d of %d samples\n%s" % (list(w), n, total, describe)
+
+
+def test_merged_stacks_are_exact_and_in_order(pywalk, interp, ext, tmp_path):
+    rows, r, describe = _record(interp, interp.argv("native_target.py", ext[0], SECONDS + 5),
+                                tmp_path)
+    _check_merged(rows, describe)
+    e2e.check_folded_total(r.stderr, rows, describe)
+
+
+def _symbols(path):
+    """{name: (start, end)} of the extension's functions, from the unstripped file."""
+    out = subprocess.run(["nm", "-S", "--defined-only", path], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[3] in EXT_FUNCS:
+            syms[parts[3]] = (int(parts[0], 16), int(parts[0], 16) + int(parts[1], 16))
+    return syms
+
+
+def test_stripped_extension_frames_are_lib_offsets(pywalk, interp, ext, tmp_path):
+    so = _ext_file(ext[1])
+    syms = _symbols(os.path.join(ext[1], so))
+    assert set(syms) == set(EXT_FUNCS), syms
+    stripped_host = os.path.join(ext[1], "stripped")
+    os.makedirs(stripped_host, exist_ok=True)
+    subprocess.run(["strip", "--strip-all", "-o", os.path.join(stripped_host, so),
+                    os.path.join(ext[1], so)], check=True)
+    rows, r, describe = _record(
+        interp, interp.argv("native_target.py", ext[0] + "/stripped", SECONDS + 5), tmp_path)
+    total = sum(n for _, n in rows)
+    # each LIB frame must lie in the function the unstripped file names at that place
+    want = {tuple(IN_INNER): 0, tuple(IN_SPIN): 0}
+    for frames, n in rows:
+        got = []
+        for name in _project(frames, keep_lib=so):
+            m = LIB_RE.match(name)
+            assert not (name in EXT_FUNCS), "a stripped function was named: %s\n%s" % (
+                name, describe)
+            if not m:
+                got.append(name)
+                continue
+            off = int(m.group("off"), 16)
+            inside = [f for f, (lo, hi) in syms.items() if lo <= off <= hi]
+            got.append(inside[0] if inside else name)
+        if tuple(got) in want:
+            want[tuple(got)] += n
+    matched = sum(want.values())
+    assert matched >= MATCH_MIN * total, "%d of %d samples exactly the chain, by offsets " \
+        "in %s\n%s" % (matched, total, so, describe)
+
+
+def test_library_loaded_after_recording_began(pywalk, interp, ext, tmp_path):
+    """The extension is dlopen'ed after a second of pure Python, whose samples were unwound
+    with the maps of then: its frames are found (the maps are read again for an address
+    outside every known module)."""
+    rows, r, describe = _record(
+        interp, interp.argv("native_target.py", ext[0], SECONDS + 5, "--late"), tmp_path)
+    _check_merged(rows, describe, also=(["<module>", "warmup"],))
+    warm = sum(n for frames, n in rows if _project(frames) == ["<module>", "warmup"])
+    assert warm >= 10, "only %d samples before the dlopen\n%s" % (warm, describe)
+    assert re.search(r"maps re-read [1-9]", r.stderr), describe
+
+
+def test_process_in_its_own_pid_and_mount_namespace(pywalk, interp, ext, tmp_path):
+    script = interp.script_path("native_target.py")
+    argv = e2e.pidns_argv(interp, script, (ext[0], SECONDS + 5), mount=True)
+    rows, r, describe = _record(interp, argv, tmp_path, pidns=True, script_path=script)
+    _check_merged(rows, describe)
+
+
+MISMATCH_TEXT = re.compile(r"(\d+) whose native eval-loop activations and Python entry frames "
+                           r"did not pair up")
+
+
+def test_forged_eval_activation_is_counted_not_shipped(pywalk, interp, ext, tmp_path):
+    rows, r, describe = _record(
+        interp, interp.argv("native_target.py", ext[0], SECONDS + 5, "--forge"), tmp_path)
+    _, buckets = e2e.parse_summary(r.stderr)
+    m = MISMATCH_TEXT.search(r.stderr)
+    mismatched = int(m.group(1)) if m else 0
+    assert mismatched >= 0.9 * buckets["shipped"] and mismatched >= 0.25 * SECONDS * HZ, \
+        "%d mismatches of %d shipped\n%s" % (mismatched, buckets["shipped"], describe)
+    for frames, n in rows:
+        names = _project(frames)
+        assert "ext_middle" not in names, "a half-merged stack was counted: %s\n%s" % (
+            ";".join(frames), describe)
