@@ -1189,11 +1189,11 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		log_printf(LOG_INFO, "pywalk: --native: %llu stacks unwound to their first frame, "
 				     "%llu stopped short, %.1f us each; %llu stack records without "
 				     "their sample, %llu samples without theirs; maps re-read %llu "
-				     "times\n",
+				     "times; deepest stack read %llu bytes\n",
 			   (unsigned long long)ns->unwound, (unsigned long long)ns->incomplete,
 			   tried ? (double)ns->unwind_ns / 1e3 / (double)tried : 0.0,
 			   (unsigned long long)ns->orphans, (unsigned long long)ns->unpaired,
-			   (unsigned long long)ns->map_reloads);
+			   (unsigned long long)ns->map_reloads, (unsigned long long)ns->stack_used);
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "

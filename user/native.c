@@ -43,8 +43,11 @@ struct nproc {
 	pid_t pid;
 	Dwfl *dwfl;
 	bool attached;
+	int eval_named; /* 0: not known yet, 1: yes, -1: no (see eval_loop_named) */
 	uint64_t used_ns, reload_ns;
 	struct name_slot *names;
+	Dwfl_Callbacks callbacks;
+	char debug_path[96], *debug_path_ptr;
 	/* the sample being unwound: what the memory and register callbacks answer from */
 	const struct pw_ustack_hdr *uh;
 	const uint8_t *stack;
@@ -52,6 +55,7 @@ struct nproc {
 	uint64_t pcs[NATIVE_MAX_FRAMES];
 	bool act[NATIVE_MAX_FRAMES];
 	uint32_t npcs;
+	uint64_t used; /* bytes of the stack copy this unwind read */
 };
 
 struct native {
@@ -161,6 +165,8 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 
 	if (addr >= sp && addr - sp <= p->uh->size && p->uh->size - (addr - sp) >= 8) {
 		memcpy(result, p->stack + (addr - sp), 8);
+		if (addr - sp + 8 > p->used)
+			p->used = addr - sp + 8;
 		return true;
 	}
 	return read_module(dwfl, addr, result);
@@ -215,13 +221,19 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = cb_set_initial_registers,
 };
 
-static char *debuginfo_path = NULL; /* libdwfl's default: .debug, /usr/lib/debug */
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.debuginfo_path = &debuginfo_path,
-};
+/* Separate debug files (by build-id, then debuglink) under the process's own
+ * /usr/lib/debug first (a container's), then the host's. */
+static void set_debuginfo_path(struct nproc *p)
+{
+	snprintf(p->debug_path, sizeof(p->debug_path),
+		 ":.debug:/proc/%d/root/usr/lib/debug:/usr/lib/debug", (int)p->pid);
+	p->debug_path_ptr = p->debug_path;
+	p->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.debuginfo_path = &p->debug_path_ptr,
+	};
+}
 
 /* ---- modules ------------------------------------------------------------------------- */
 
@@ -332,6 +344,7 @@ static int report_maps(struct nproc *p)
 	}
 	proc_maps_free(&maps);
 	dwfl_report_end(p->dwfl, NULL, NULL);
+	p->eval_named = 0; /* a module that names it may be new */
 	return 0;
 }
 
@@ -353,7 +366,8 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 	p->pid = pid;
 	p->used_ns = now;
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
-	p->dwfl = dwfl_begin(&dwfl_callbacks);
+	set_debuginfo_path(p);
+	p->dwfl = dwfl_begin(&p->callbacks);
 	if (!p->names || !p->dwfl || report_maps(p) ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
 		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
@@ -390,6 +404,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 static int unwind(struct nproc *p)
 {
 	p->npcs = 0;
+	p->used = 0;
 	return dwfl_getthread_frames(p->dwfl, p->tid, on_frame, p);
 }
 
@@ -428,6 +443,49 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 	f->module = slot->module ? slot->module : "?";
 	f->rel = slot->pc == look ? slot->rel : pc;
 	f->is_eval = is_eval_symbol(f->symbol);
+}
+
+/* Whether some module names the eval loop wholly: an exported _PyEval_EvalFrameDefault of
+ * a plausible size, or a symbol table that names its parts too ("...Default.cold"). PGO
+ * builds with function partitioning and no symbol table (Debian unstable's 3.13+) export
+ * only a small piece of it; their activations run in unnamed code, and merging by the
+ * names there would be a guess. */
+static int each_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
+		       void *arg)
+{
+	int *named = arg, n = dwfl_module_getsymtab(mod);
+	bool whole = false, parts = false, found = false;
+
+	(void)user;
+	(void)name;
+	(void)start;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		const char *s = dwfl_module_getsym(mod, i, &sym, NULL);
+
+		if (!s || strncmp(s, "_PyEval_EvalFrameDefault", 24))
+			continue;
+		if (!s[24]) {
+			found = true;
+			whole |= sym.st_size >= 0x4000;
+		} else if (s[24] == '.') {
+			parts = true;
+		}
+	}
+	if (found && (whole || parts))
+		*named = 1;
+	return *named == 1 ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+static bool eval_loop_named(struct nproc *p)
+{
+	if (!p->eval_named) {
+		int named = -1;
+
+		dwfl_getmodules(p->dwfl, each_module, &named, 0);
+		p->eval_named = named;
+	}
+	return p->eval_named == 1;
 }
 
 static struct pending *take_pending(struct native *n, const struct pw_sample_hdr *h)
@@ -479,13 +537,18 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct nati
 		if (!report_maps(p))
 			rc = unwind(p);
 	}
-	if (rc == 0) {
+	if (rc == 0 && !eval_loop_named(p)) {
+		out->status = NATIVE_EVAL_UNNAMED;
+		n->stats.eval_unnamed++;
+	} else if (rc == 0) {
 		out->status = NATIVE_OK;
 		out->n = p->npcs;
 		/* root first */
 		for (uint32_t i = 0; i < p->npcs; i++)
 			name_frame(p, p->pcs[p->npcs - 1 - i], p->act[p->npcs - 1 - i], &out->f[i]);
 		n->stats.unwound++;
+		if (p->used > n->stats.stack_used)
+			n->stats.stack_used = p->used;
 	} else {
 		n->stats.incomplete++;
 		Dwfl_Module *mod = p->npcs ? dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) : NULL;

@@ -21,6 +21,7 @@ enum native_status {
 	NATIVE_OK = 0,
 	NATIVE_UNPAIRED,    /* its stack record did not come (or another sample's did) */
 	NATIVE_INCOMPLETE,  /* the unwind did not reach the thread's first frame */
+	NATIVE_EVAL_UNNAMED, /* the interpreter's symbols do not cover its eval loop */
 };
 
 struct native_frame {
@@ -41,10 +42,12 @@ struct native_stack {
 struct native_stats {
 	uint64_t unwound;      /* samples unwound to their first frame */
 	uint64_t incomplete;   /* unwinds that stopped short */
+	uint64_t eval_unnamed; /* samples of processes whose eval loop has no name */
 	uint64_t unpaired;     /* samples whose stack record was missing */
 	uint64_t orphans;      /* stack records no sample came for */
 	uint64_t unwind_ns;    /* time spent unwinding and naming */
 	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
+	uint64_t stack_used;   /* most bytes above sp a complete unwind read (--native-stack) */
 };
 
 struct native;

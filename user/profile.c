@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "intern.h"
+#include "log.h"
 #include "proc.h"
 #include "profile.h"
 #include "pythreads.h"
@@ -525,8 +526,9 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	int m;
 
 	if (ns->status != NATIVE_OK) {
-		p->drops.n[ns->status == NATIVE_UNPAIRED ? PROFILE_DROP_NATIVE_UNPAIRED :
-							  PROFILE_DROP_NATIVE_INCOMPLETE]++;
+		p->drops.n[ns->status == NATIVE_UNPAIRED     ? PROFILE_DROP_NATIVE_UNPAIRED :
+			   ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED :
+							       PROFILE_DROP_NATIVE_INCOMPLETE]++;
 		return 1;
 	}
 	for (uint32_t i = 0; i < ns->n; i++)
@@ -534,6 +536,15 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	m = native_merge(p->is_eval, ns->n, p->entry, *n, p->merged,
 			 PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES);
 	if (m < 0) {
+		uint32_t evals = 0, entries = 0;
+
+		for (uint32_t i = 0; i < ns->n; i++)
+			evals += ns->f[i].is_eval;
+		for (uint32_t i = 0; i < *n; i++)
+			entries += i == 0 || p->entry[i];
+		pw_debug("native: a stack of %u native frames with %u eval activations and %u "
+			 "Python frames with %u entry frames: not counted\n",
+			 ns->n, evals, *n, entries);
 		p->drops.n[PROFILE_DROP_NATIVE_MISMATCH]++;
 		return 1;
 	}
@@ -849,6 +860,9 @@ static const struct {
 	[PROFILE_DROP_NATIVE_MISMATCH] = { "native_mismatch",
 					   "whose native eval-loop activations and Python entry "
 					   "frames did not pair up (--native)" },
+	[PROFILE_DROP_NATIVE_EVAL_UNNAMED] = { "native_eval_unnamed",
+					       "of an interpreter whose symbols do not name its "
+					       "eval loop (--native: install its debug symbols)" },
 };
 
 const char *profile_drop_name(enum profile_drop d)
