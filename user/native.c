@@ -56,6 +56,7 @@ struct nproc {
 	bool act[NATIVE_MAX_FRAMES];
 	uint32_t npcs;
 	uint64_t used; /* bytes of the stack copy this unwind read */
+	bool read_failed; /* it needed memory it did not have */
 };
 
 struct native {
@@ -169,7 +170,12 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 			p->used = addr - sp + 8;
 		return true;
 	}
-	return read_module(dwfl, addr, result);
+	if (read_module(dwfl, addr, result))
+		return true;
+	/* libdwfl ends the unwind there as if it were the outermost frame: remember it, so a
+	 * stack cut by --native-stack is not taken as whole */
+	p->read_failed = true;
+	return false;
 }
 
 static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
@@ -403,9 +409,13 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 /* 0: unwound to the thread's first frame; else where it stopped is unknown */
 static int unwind(struct nproc *p)
 {
+	int rc;
+
 	p->npcs = 0;
 	p->used = 0;
-	return dwfl_getthread_frames(p->dwfl, p->tid, on_frame, p);
+	p->read_failed = false;
+	rc = dwfl_getthread_frames(p->dwfl, p->tid, on_frame, p);
+	return rc == 0 && p->read_failed ? -1 : rc;
 }
 
 static bool is_eval_symbol(const char *s)
@@ -557,7 +567,9 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct nati
 			 (int)h->pid, (int)h->tid, p->npcs,
 			 p->npcs ? (unsigned long long)p->pcs[p->npcs - 1] : 0ull,
 			 mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : "no module",
-			 rc < 0 ? dwfl_errmsg(-1) : "too deep");
+			 p->read_failed ? "needed memory outside the stack copy (--native-stack)" :
+			 rc < 0		? dwfl_errmsg(-1) :
+					  "too deep");
 	}
 	n->stats.unwind_ns += now_ns() - t0;
 }
