@@ -13,7 +13,9 @@ as a mismatch, never shipped.
 """
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -200,11 +202,34 @@ def test_stripped_extension_frames_are_lib_offsets(pywalk, interp, named, ext, t
 
 
 def test_library_loaded_after_recording_began(pywalk, interp, named, ext, tmp_path):
-    """The extension is dlopen'ed after a second of pure Python, whose samples were unwound
-    with the maps of then: its frames are found (the maps are read again for an address
+    """The extension is dlopen'ed once recording has unwound stacks of pure Python with
+    the maps of then (the target imports it at SIGUSR1, sent half a second after pywalk
+    says it samples): its frames are found (the maps are read again for an address
     outside every known module)."""
-    rows, r, describe = _record(
-        interp, interp.argv("native_target.py", ext[0], SECONDS + 5, "--late"), tmp_path)
+    t = e2e.Target(interp, "native_target.py", (ext[0], SECONDS + 30, "--late"))
+    out = str(tmp_path / "late.folded")
+    try:
+        t.wait_ready()
+        pw = subprocess.Popen([pywalk, "record", "-v", "-p", str(t.pid), "--native", "-d",
+                               str(SECONDS + 1), "-F", str(HZ), "-o", out],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+        err = []
+        for line in pw.stderr:
+            err.append(line)
+            if "sampling at" in line:
+                break
+        time.sleep(0.5)
+        os.kill(t.pid, signal.SIGUSR1)
+        err.append(pw.stderr.read())
+        pw.wait(timeout=60)
+    finally:
+        t.stop()
+    r = subprocess.CompletedProcess(pw.args, pw.returncode, "", "".join(err))
+    describe = e2e.describe_run(r, out)
+    assert r.returncode == 0, describe
+    e2e.check_summary(r.stderr)
+    rows = e2e.parse_folded(out)
     _check_merged(rows, describe, also=(["<module>", "warmup"],))
     warm = sum(n for frames, n in rows if _project(frames) == ["<module>", "warmup"])
     assert warm >= 10, "only %d samples before the dlopen\n%s" % (warm, describe)

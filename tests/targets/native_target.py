@@ -3,10 +3,11 @@
 ext_inner, busy) -> reenter (Python) -> nativeext.spin (ext_spin, busy), over and over.
 
 usage: native_target.py EXT_DIR SECONDS [--late] [--forge]
---late: the extension is imported (dlopen) only after 2 s of pure Python after READY
-(warmup), once recording has begun and its first native stacks were unwound.
+--late: the extension is imported (dlopen) only at SIGUSR1, after pure Python until then
+(warmup): the test sends it once recording has begun and unwound the first stacks.
 --forge: the chain goes through a fake eval-loop activation (a mismatch).
 """
+import signal
 import sys
 import time
 
@@ -30,14 +31,23 @@ def run():
         nativeext.outer(reenter, SLICE_S, FORGE)
 
 
+go = False
+
+
+def on_usr1(signum, frame):
+    global go
+    go = True
+
+
 def warmup():
-    end = time.monotonic() + 2.0
+    end = time.monotonic() + 60
     acc = 0
-    while time.monotonic() < end:
+    while not go and time.monotonic() < end:
         for i in range(1000):
             acc = (acc + i) & 0xffff
 
 
+signal.signal(signal.SIGUSR1, on_usr1)
 print("READY", flush=True)
 if LATE:
     warmup()
