@@ -56,6 +56,7 @@ __noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
 	u->hdr.tid = tid;
 	u->hdr.time_ns = time_ns;
 	u->hdr.flags = 0;
+	u->hdr.pad = 0;
 #if defined(__TARGET_ARCH_x86)
 	u->hdr.regs[PW_UREG_IP] = BPF_CORE_READ(regs, ip);
 	u->hdr.regs[PW_UREG_SP] = BPF_CORE_READ(regs, sp);
@@ -75,6 +76,7 @@ __noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
 		c.want = PW_USTACK_MAX;
 	bpf_loop(PW_USTACK_MAX / PW_USTACK_PAGE + 1, ustack_piece, &c, 0);
 	u->hdr.size = c.done;
+	u->hdr.len = PW_USTACK_LEN_BASE + c.done;
 	if (c.done >= c.want)
 		u->hdr.flags |= PW_USF_CUT;
 	return sizeof(struct pw_ustack_hdr) + c.done;

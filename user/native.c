@@ -103,7 +103,8 @@ int native__hold(struct native *n, const void *rec, size_t size)
 	if (size < sizeof(h))
 		return 0;
 	memcpy(&h, rec, sizeof(h));
-	if (h.size > PW_USTACK_MAX || size < sizeof(h) + h.size)
+	if (h.size > PW_USTACK_MAX || size < sizeof(h) + h.size ||
+	    h.len != PW_USTACK_LEN_BASE + h.size)
 		return 0;
 	for (size_t i = 0; i < PENDING_SLOTS && !slot; i++)
 		if (n->pending[i].used && n->pending[i].tid == h.tid) {
