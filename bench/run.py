@@ -1051,6 +1051,15 @@ def ctxt_switches(pid):
     return total
 
 
+def set_bpf_stats(value):
+    """Turn the kernel's BPF run-time statistics on ("1") or back; returns what they were."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    old = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write(value)
+    return old
+
+
 def bpf_prog_stats(name, loaded_since):
     """(run_cnt, run_time_ns) of the BPF program `name` loaded last, at or after the Unix
     time loaded_since (another pywalk on the machine has one of its own)."""
@@ -1076,10 +1085,7 @@ def section_offcpu(cfg, interps):
     seconds = 1 if cfg.quick else 3
     pairs = 1 if cfg.quick else 6
     out = {"interp": py.label if py else None, "seconds": seconds, "pairs": [], "errors": []}
-    stats_path = "/proc/sys/kernel/bpf_stats_enabled"
-    old_stats = open(stats_path).read().strip()
-    with open(stats_path, "w") as f:
-        f.write("1")
+    old_stats = set_bpf_stats("1")
     try:
         for i in range(2 * pairs):
             # even pairs: every switch-out walked; odd: --min-block 1ms, walks deferred
@@ -1128,8 +1134,7 @@ def section_offcpu(cfg, interps):
         out["errors"].append("off-cpu: %s" % e)
         log("off-cpu failed: %s" % e)
     finally:
-        with open(stats_path, "w") as f:
-            f.write(old_stats)
+        set_bpf_stats(old_stats)
     return out
 
 
@@ -1161,10 +1166,7 @@ def section_native(cfg, interps):
     py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
     seconds = 2 if cfg.quick else 6
     out = {"interp": py.label if py else None, "seconds": seconds, "cells": [], "errors": []}
-    stats_path = "/proc/sys/kernel/bpf_stats_enabled"
-    old_stats = open(stats_path).read().strip()
-    with open(stats_path, "w") as f:
-        f.write("1")
+    old_stats = set_bpf_stats("1")
     try:
         for hz in (99, 999):
             for native in (False, True):
@@ -1201,8 +1203,7 @@ def section_native(cfg, interps):
         out["errors"].append("native: %s" % e)
         log("native failed: %s" % e)
     finally:
-        with open(stats_path, "w") as f:
-            f.write(old_stats)
+        set_bpf_stats(old_stats)
     return out
 
 
