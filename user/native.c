@@ -11,8 +11,10 @@
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
 
+#include "demangle.h"
 #include "log.h"
 #include "proc.h"
+#include "strtab.h"
 #include "util.h"
 
 /* Stack records waiting for their sample: one per CPU at most is in flight (a record and
@@ -46,6 +48,7 @@ struct nproc {
 	int eval_named; /* 0: not known yet, 1: yes, -1: no (see eval_loop_named) */
 	uint64_t used_ns, reload_ns;
 	struct name_slot *names;
+	struct strtab *demangled; /* C++ names as shown, kept while the process is */
 	Dwfl_Callbacks callbacks;
 	char debug_path[96], *debug_path_ptr;
 	/* the sample being unwound: what the memory and register callbacks answer from */
@@ -76,6 +79,7 @@ static void close_proc(struct nproc *p)
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
 	free(p->names);
+	strtab__free(p->demangled);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -373,9 +377,10 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 	p->pid = pid;
 	p->used_ns = now;
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
+	p->demangled = strtab__new();
 	set_debuginfo_path(p);
 	p->dwfl = dwfl_begin(&p->callbacks);
-	if (!p->names || !p->dwfl || report_maps(p) ||
+	if (!p->names || !p->demangled || !p->dwfl || report_maps(p) ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
 		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
 		close_proc(p);
@@ -428,6 +433,20 @@ static bool is_eval_symbol(const char *s)
 	       (s[sizeof(eval) - 1] == 0 || s[sizeof(eval) - 1] == '.');
 }
 
+/* A C++ name demangled (kept in the process's table, so it lives as long as libdwfl's), a
+ * C name as it is. */
+static const char *shown_name(struct nproc *p, const char *sym)
+{
+	char *d = demangle(sym);
+	int64_t id;
+
+	if (!d)
+		return sym;
+	id = strtab__intern(p->demangled, d);
+	free(d);
+	return id < 0 ? sym : strtab__get(p->demangled, (size_t)id);
+}
+
 static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_frame *f)
 {
 	/* a return address is past its call: look up the call */
@@ -448,6 +467,7 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 		if (mod)
 			dwfl_module_getelf(mod, &bias);
 		slot->rel = pc - bias;
+		slot->symbol = shown_name(p, slot->symbol);
 	}
 	f->pc = pc;
 	f->symbol = slot->symbol;
