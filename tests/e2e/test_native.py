@@ -274,3 +274,22 @@ def test_forged_eval_activation_is_counted_not_shipped(pywalk, interp, named, ex
         names = _project(frames)
         assert "ext_middle" not in names, "a half-merged stack was counted: %s\n%s" % (
             ";".join(frames), describe)
+
+
+@pytest.mark.core_only
+def test_cxx_names_are_demangled(pywalk, interp, tmp_path):
+    """A C++ library called through ctypes: its frames are named as C++ reads them."""
+    lib = str(tmp_path / "libcxxspin.so")
+    subprocess.run(["g++", "-shared", "-fPIC", "-O2", "-fno-inline", "-o", lib,
+                    os.path.join(e2e.TARGETS_DIR, "cxxspin.cc")], check=True)
+    rows, r, describe = _record(interp, interp.argv("cxx_target.py", lib, SECONDS + 5),
+                                tmp_path)
+    total = sum(n for _, n in rows)
+    leafward = "cxx_spin [native];pwtest::Spinner::spin(double) [native]"
+    inside = sum(n for frames, n in rows if leafward in ";".join(frames) and
+                 [e2e.parse_py_frame(f)[0] for f in frames if e2e.parse_py_frame(f)] ==
+                 ["<module>", "spin_cxx"])
+    assert inside >= MATCH_MIN * total and total >= 0.25 * SECONDS * HZ, \
+        "%d of %d samples in '%s' under <module>;spin_cxx\n%s" % (
+            inside, total, leafward, describe)
+    assert not any(f.startswith("_ZN") for frames, _ in rows for f in frames), describe
