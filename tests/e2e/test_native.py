@@ -201,6 +201,41 @@ def test_stripped_extension_frames_are_lib_offsets(pywalk, interp, named, ext, t
         "in %s\n%s" % (matched, total, so, describe)
 
 
+def _minidebuginfo_copy(src, dst):
+    """A stripped copy of src whose only symbols are in .gnu_debugdata (MiniDebugInfo: an
+    xz-compressed ELF of the function symbols .dynsym lacks), made as distributions do."""
+    def syms(*args):
+        out = subprocess.run(["nm", "--format=posix", "--defined-only"] + list(args) + [src],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True)
+        return [line.split()[0] for line in out.stdout.splitlines()
+                if not args or line.split()[1] in "TtWw"]
+    work = dst + ".work"
+    os.makedirs(work, exist_ok=True)
+    dyn = set(syms("-D"))
+    with open(os.path.join(work, "keep"), "w") as f:
+        f.write("".join(n + "\n" for n in syms("-a") if n not in dyn))
+    mini = os.path.join(work, "mini")
+    for cmd in (["objcopy", "--only-keep-debug", src, mini + ".debug"],
+                ["objcopy", "-S", "--remove-section", ".comment",
+                 "--keep-symbols=" + os.path.join(work, "keep"), mini + ".debug", mini],
+                ["xz", "-f", mini],
+                ["strip", "--strip-all", "-o", dst, src],
+                ["objcopy", "--add-section", ".gnu_debugdata=" + mini + ".xz", dst]):
+        subprocess.run(cmd, check=True)
+
+
+def test_minidebuginfo_names_a_stripped_extension(pywalk, interp, named, ext, tmp_path):
+    so = _ext_file(ext[1])
+    os.makedirs(os.path.join(ext[1], "mini"), exist_ok=True)
+    _minidebuginfo_copy(os.path.join(ext[1], so), os.path.join(ext[1], "mini", so))
+    sections = subprocess.run(["readelf", "-S", "-W", os.path.join(ext[1], "mini", so)],
+                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+    assert ".gnu_debugdata" in sections and " .symtab " not in sections, sections
+    rows, r, describe = _record(
+        interp, interp.argv("native_target.py", ext[0] + "/mini", SECONDS + 5), tmp_path)
+    _check_merged(rows, describe)
+
+
 def test_library_loaded_after_recording_began(pywalk, interp, named, ext, tmp_path):
     """The extension is dlopen'ed once recording has unwound stacks of pure Python with
     the maps of then (the target imports it at SIGUSR1, sent half a second after pywalk
