@@ -68,7 +68,6 @@ struct scratch {
 	struct pw_agg_first agg_first; /* shipped with the sample after it */
 	struct pw_sample sample;
 	struct pw_kstack kstack; /* --kernel: shipped just before the sample */
-	struct pw_ustack ustack; /* --native: shipped right before the sample */
 	__u8 code_rec[PW_CODE_REC_BUF] __attribute__((aligned(8)));
 	__u64 seen[PW_SEEN_SLOTS];
 	__u64 last_wakeup_ns; /* when this CPU last woke the consumer */
@@ -444,12 +443,16 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	/* --native (the sampler's samples): the stack record goes first, or neither does */
 	if (native_stack && probe == 0) {
-		__u32 ulen = ustack_fill(&s->ustack, tid, s->sample.hdr.time_ns);
+		__u32 cpu = bpf_get_smp_processor_id();
+		struct pw_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
+		__u32 ulen = u ? ustack_fill(u, tid, s->sample.hdr.time_ns) : 0;
 
+		if (!u)
+			return PW_OUT_LOST;
 		if (ulen) {
 			if (ulen > sizeof(struct pw_ustack))
 				return PW_OUT_LOST;
-			if (bpf_ringbuf_output(&events, &s->ustack, ulen, BPF_RB_NO_WAKEUP))
+			if (bpf_ringbuf_output(&events, u, ulen, BPF_RB_NO_WAKEUP))
 				return PW_OUT_LOST;
 			sflags |= PW_SF_USTACK;
 		}

@@ -13,6 +13,15 @@
 const volatile bool native_stack = false;
 const volatile __u32 native_stack_bytes = PW_USTACK_DEFAULT;
 
+/* The record being built, one per CPU (its use is under the sampler scratch's `busy`);
+ * sized to the CPUs at load with --native, to one unused slot without. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pw_ustack);
+} ustack_scratch SEC(".maps");
+
 struct ustack_ctx {
 	struct pw_ustack *u;
 	__u64 sp;

@@ -123,6 +123,8 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	if (opts->native_stack)
 		ld->skel->rodata->native_stack_bytes = opts->native_stack;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	/* 64 KiB a CPU, only when stacks are copied */
+	bpf_map__set_max_entries(ld->skel->maps.ustack_scratch, opts->native_stack ? ncpus : 1);
 	if (opts->ring_bytes)
 		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
 	/* trace's syscall probes attach only when asked: on every syscall of the host
