@@ -128,9 +128,10 @@ def _project(frames, keep_lib=None):
 
 
 def _floor(r):
-    """Samples a run must have at least: half of what the target's CPU time while recorded
-    gives at HZ (a loaded machine gives the target less than SECONDS of CPU)."""
-    return max(20, 0.5 * getattr(r, "cpu_s", SECONDS) * HZ)
+    """Samples a run must have at least, for its proportions to mean something: a tenth of
+    what the target's CPU time while pywalk ran gives at HZ (on a loaded machine pywalk's
+    own start, which that time includes, can take seconds), and never fewer than 20."""
+    return max(20, 0.1 * getattr(r, "cpu_s", SECONDS) * HZ)
 
 
 def _check_merged(rows, describe, also=(), floor=0):
