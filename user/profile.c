@@ -9,12 +9,11 @@
 
 #include "intern.h"
 #include "log.h"
+#include "native.h"
+#include "native_merge.h"
 #include "proc.h"
 #include "profile.h"
 #include "pythreads.h"
-
-#include "native.h"
-#include "native_merge.h"
 #include "util.h"
 #include "xstack.h"
 
