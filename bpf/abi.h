@@ -474,26 +474,19 @@ enum pw_ureg {
 #define PW_USTACK_DEFAULT 16384
 #define PW_USTACK_PAGE 4096	/* copied page by page, up to the first unmapped one */
 
-/* The first five fields are the extra-stack header every such record starts with (kind,
- * the sample's tid and time_ns that pair the two, then the payload's length). */
-struct pw_ustack_hdr {
-	__u32 kind;	/* PW_REC_USTACK */
-	__u32 tid;	/* host tid of the sample it belongs to */
-	__u64 time_ns;	/* that sample's time_ns */
-	__u32 len;	/* bytes after these first 24: the rest of this header and the stack */
-	__u32 pad;
-	__u64 regs[PW_UREG__COUNT];
-	__u32 size;	/* stack bytes after the header, from regs[PW_UREG_SP] up */
-	__u32 flags;	/* PW_USF_* */
-};
-_Static_assert(sizeof(struct pw_ustack_hdr) == 96, "pw_ustack_hdr is ABI");
-#define PW_USTACK_LEN_BASE (sizeof(struct pw_ustack_hdr) - 24)
-#define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
-
+/* The extra-stack header (kind, the sample's tid and time_ns that pair the two, the
+ * payload's length: the registers, size, flags and the stack bytes), then the payload. */
 struct pw_ustack {
-	struct pw_ustack_hdr hdr;
+	struct pw_stack_hdr hdr; /* kind PW_REC_USTACK */
+	__u64 regs[PW_UREG__COUNT];
+	__u32 size;	/* stack bytes after `flags`, from regs[PW_UREG_SP] up */
+	__u32 flags;	/* PW_USF_* */
 	__u8 data[PW_USTACK_MAX];
 };
+#define PW_USTACK_DATA_OFF __builtin_offsetof(struct pw_ustack, data)
+_Static_assert(PW_USTACK_DATA_OFF == 96, "pw_ustack is ABI");
+#define PW_USTACK_LEN_BASE (PW_USTACK_DATA_OFF - sizeof(struct pw_stack_hdr))
+#define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {

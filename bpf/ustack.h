@@ -64,31 +64,31 @@ __noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
 	u->hdr.kind = PW_REC_USTACK;
 	u->hdr.tid = tid;
 	u->hdr.time_ns = time_ns;
-	u->hdr.flags = 0;
+	u->flags = 0;
 	u->hdr.pad = 0;
 #if defined(__TARGET_ARCH_x86)
-	u->hdr.regs[PW_UREG_IP] = BPF_CORE_READ(regs, ip);
-	u->hdr.regs[PW_UREG_SP] = BPF_CORE_READ(regs, sp);
-	u->hdr.regs[PW_UREG_BP] = BPF_CORE_READ(regs, bp);
-	u->hdr.regs[PW_UREG_BX] = BPF_CORE_READ(regs, bx);
-	u->hdr.regs[PW_UREG_R12] = BPF_CORE_READ(regs, r12);
-	u->hdr.regs[PW_UREG_R13] = BPF_CORE_READ(regs, r13);
-	u->hdr.regs[PW_UREG_R14] = BPF_CORE_READ(regs, r14);
-	u->hdr.regs[PW_UREG_R15] = BPF_CORE_READ(regs, r15);
+	u->regs[PW_UREG_IP] = BPF_CORE_READ(regs, ip);
+	u->regs[PW_UREG_SP] = BPF_CORE_READ(regs, sp);
+	u->regs[PW_UREG_BP] = BPF_CORE_READ(regs, bp);
+	u->regs[PW_UREG_BX] = BPF_CORE_READ(regs, bx);
+	u->regs[PW_UREG_R12] = BPF_CORE_READ(regs, r12);
+	u->regs[PW_UREG_R13] = BPF_CORE_READ(regs, r13);
+	u->regs[PW_UREG_R14] = BPF_CORE_READ(regs, r14);
+	u->regs[PW_UREG_R15] = BPF_CORE_READ(regs, r15);
 #else
 	return 0;
 #endif
 	c.u = u;
-	c.sp = u->hdr.regs[PW_UREG_SP];
+	c.sp = u->regs[PW_UREG_SP];
 	c.want = native_stack_bytes;
 	if (c.want > PW_USTACK_MAX)
 		c.want = PW_USTACK_MAX;
 	bpf_loop(PW_USTACK_MAX / PW_USTACK_PAGE + 1, ustack_piece, &c, 0);
-	u->hdr.size = c.done;
+	u->size = c.done;
 	u->hdr.len = PW_USTACK_LEN_BASE + c.done;
 	if (c.done >= c.want)
-		u->hdr.flags |= PW_USF_CUT;
-	return sizeof(struct pw_ustack_hdr) + c.done;
+		u->flags |= PW_USF_CUT;
+	return PW_USTACK_DATA_OFF + c.done;
 }
 
 #endif /* PW_USTACK_H */

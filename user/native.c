@@ -17,9 +17,6 @@
 #include "strtab.h"
 #include "util.h"
 
-/* Stack records waiting for their sample: one per CPU at most is in flight (a record and
- * its sample are shipped by one program run), so a few dozen slots are plenty. */
-#define PENDING_SLOTS 64
 /* Processes whose binaries are kept open; the least recently sampled is closed first. */
 #define MAX_PROCS 16
 /* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
@@ -28,17 +25,11 @@
  * code is in no module: it must not cost a maps read per sample). */
 #define RELOAD_NS (10 * 1000 * 1000ull)
 
-struct pending {
-	uint32_t tid;
-	bool used;
-	uint8_t *rec;
-	size_t size;
-};
-
 struct name_slot {
 	uint64_t pc;
 	const char *symbol, *module;
 	uint64_t rel;
+	Dwfl_Module *mod; /* NULL: in none */
 };
 
 struct nproc {
@@ -52,7 +43,7 @@ struct nproc {
 	Dwfl_Callbacks callbacks;
 	char debug_path[96], *debug_path_ptr;
 	/* the sample being unwound: what the memory and register callbacks answer from */
-	const struct pw_ustack_hdr *uh;
+	const struct pw_ustack *uh; /* its first PW_USTACK_DATA_OFF + size bytes */
 	const uint8_t *stack;
 	pid_t tid;
 	uint64_t pcs[NATIVE_MAX_FRAMES];
@@ -63,7 +54,6 @@ struct nproc {
 };
 
 struct native {
-	struct pending pending[PENDING_SLOTS];
 	struct nproc procs[MAX_PROCS];
 	struct native_stats stats;
 };
@@ -87,8 +77,6 @@ void native__free(struct native *n)
 {
 	if (!n)
 		return;
-	for (size_t i = 0; i < PENDING_SLOTS; i++)
-		free(n->pending[i].rec);
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		close_proc(&n->procs[i]);
 	free(n);
@@ -97,42 +85,6 @@ void native__free(struct native *n)
 const struct native_stats *native__stats(const struct native *n)
 {
 	return &n->stats;
-}
-
-int native__hold(struct native *n, const void *rec, size_t size)
-{
-	struct pw_ustack_hdr h;
-	struct pending *slot = NULL;
-
-	if (size < sizeof(h))
-		return 0;
-	memcpy(&h, rec, sizeof(h));
-	if (h.size > PW_USTACK_MAX || size < sizeof(h) + h.size ||
-	    h.len != PW_USTACK_LEN_BASE + h.size)
-		return 0;
-	for (size_t i = 0; i < PENDING_SLOTS && !slot; i++)
-		if (n->pending[i].used && n->pending[i].tid == h.tid) {
-			slot = &n->pending[i];
-			n->stats.orphans++; /* its sample never came */
-		}
-	for (size_t i = 0; i < PENDING_SLOTS && !slot; i++)
-		if (!n->pending[i].used)
-			slot = &n->pending[i];
-	if (!slot) {
-		/* every slot taken: the oldest-looking one is an orphan */
-		slot = &n->pending[h.tid % PENDING_SLOTS];
-		n->stats.orphans++;
-	}
-	if (!slot->rec) {
-		slot->rec = malloc(sizeof(struct pw_ustack));
-		if (!slot->rec)
-			return -ENOMEM;
-	}
-	memcpy(slot->rec, rec, sizeof(h) + h.size);
-	slot->size = sizeof(h) + h.size;
-	slot->tid = h.tid;
-	slot->used = true;
-	return 0;
 }
 
 /* ---- libdwfl's view of one sample --------------------------------------------------- */
@@ -447,6 +399,33 @@ static const char *shown_name(struct nproc *p, const char *sym)
 	return id < 0 ? sym : strtab__get(p->demangled, (size_t)id);
 }
 
+/* Where frame `f`'s module is mapped, for the profile's Mapping: the path the target maps
+ * (the vDSO: its module name), the module's address range and its build-id. The range
+ * starts at its first segment, which maps the file from offset 0. */
+static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
+{
+	const unsigned char *bid;
+	const char *file = NULL;
+	Dwarf_Addr start = 0, end = 0, vaddr;
+	int len;
+
+	f->path = f->module;
+	f->start = f->limit = 0;
+	f->build_id_len = 0;
+	if (!mod)
+		return;
+	f->path = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, &file, NULL);
+	if (file)
+		f->path = file;
+	f->start = start;
+	f->limit = end;
+	len = dwfl_module_build_id(mod, &bid, &vaddr);
+	if (len > 0 && (size_t)len <= sizeof(f->build_id)) {
+		memcpy(f->build_id, bid, (size_t)len);
+		f->build_id_len = (uint8_t)len;
+	}
+}
+
 static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_frame *f)
 {
 	/* a return address is past its call: look up the call */
@@ -468,12 +447,14 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 			dwfl_module_getelf(mod, &bias);
 		slot->rel = pc - bias;
 		slot->symbol = shown_name(p, slot->symbol);
+		slot->mod = mod;
 	}
 	f->pc = pc;
 	f->symbol = slot->symbol;
 	f->module = slot->module ? slot->module : "?";
 	f->rel = slot->pc == look ? slot->rel : pc;
 	f->is_eval = is_eval_symbol(f->symbol);
+	module_mapping(slot->mod, f);
 }
 
 /* Whether some module names the eval loop wholly: an exported _PyEval_EvalFrameDefault of
@@ -519,35 +500,19 @@ static bool eval_loop_named(struct nproc *p)
 	return p->eval_named == 1;
 }
 
-static struct pending *take_pending(struct native *n, const struct pw_sample_hdr *h)
-{
-	for (size_t i = 0; i < PENDING_SLOTS; i++) {
-		struct pending *s = &n->pending[i];
-		struct pw_ustack_hdr uh;
-
-		if (!s->used || s->tid != h->tid)
-			continue;
-		memcpy(&uh, s->rec, sizeof(uh));
-		s->used = false;
-		if (uh.time_ns == h->time_ns)
-			return s;
-		n->stats.orphans++;
-		return NULL;
-	}
-	return NULL;
-}
-
-void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct native_stack *out)
+void native__unwind(struct native *n, const struct pw_sample_hdr *h,
+		    const struct pw_stack_hdr *rec, struct native_stack *out)
 {
 	uint64_t t0 = now_ns();
-	struct pending *s = take_pending(n, h);
+	const struct pw_ustack *u = (const struct pw_ustack *)rec;
 	struct nproc *p;
 	int rc;
 
 	out->n = 0;
-	if (!s) {
-		n->stats.unpaired++;
-		out->status = NATIVE_UNPAIRED;
+	/* the pairing checked that len bytes follow the header; the rest is the sender's */
+	if (rec->len < PW_USTACK_LEN_BASE || u->size > PW_USTACK_MAX ||
+	    rec->len != PW_USTACK_LEN_BASE + u->size) {
+		out->status = NATIVE_MALFORMED;
 		return;
 	}
 	out->status = NATIVE_INCOMPLETE;
@@ -556,8 +521,8 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct nati
 		n->stats.incomplete++;
 		return;
 	}
-	p->uh = (const struct pw_ustack_hdr *)s->rec;
-	p->stack = s->rec + sizeof(struct pw_ustack_hdr);
+	p->uh = u;
+	p->stack = (const uint8_t *)rec + PW_USTACK_DATA_OFF;
 	p->tid = (pid_t)h->tid;
 	rc = unwind(p);
 	/* stopped in no known module: a library loaded since the maps were read */

@@ -19,7 +19,7 @@
 /* What became of a sample's native stack. */
 enum native_status {
 	NATIVE_OK = 0,
-	NATIVE_UNPAIRED,    /* its stack record did not come (or another sample's did) */
+	NATIVE_MALFORMED,   /* its stack record does not hold together (profile: malformed) */
 	NATIVE_INCOMPLETE,  /* the unwind did not reach the thread's first frame */
 	NATIVE_EVAL_UNNAMED, /* the interpreter's symbols do not cover its eval loop */
 };
@@ -30,6 +30,11 @@ struct native_frame {
 	const char *module; /* file name of the binary, "?" when in none */
 	uint64_t rel;	    /* pc relative to the module's load bias (the ELF address) */
 	bool is_eval;	    /* an activation of the eval loop */
+	/* the module's mapping: path as the target sees it, [start, limit), build-id */
+	const char *path;
+	uint64_t start, limit;
+	uint8_t build_id[20];
+	uint8_t build_id_len; /* 0: none known */
 };
 
 /* Root first. Strings live until the next native__unwind or native__free. */
@@ -43,8 +48,6 @@ struct native_stats {
 	uint64_t unwound;      /* samples unwound to their first frame */
 	uint64_t incomplete;   /* unwinds that stopped short */
 	uint64_t eval_unnamed; /* samples of processes whose eval loop has no name */
-	uint64_t unpaired;     /* samples whose stack record was missing */
-	uint64_t orphans;      /* stack records no sample came for */
 	uint64_t unwind_ns;    /* time spent unwinding and naming */
 	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
 	uint64_t stack_used;   /* most bytes above sp a complete unwind read (--native-stack) */
@@ -54,10 +57,10 @@ struct native;
 
 struct native *native__new(void);
 void native__free(struct native *n);
-/* Hold a PW_REC_USTACK record until its sample comes. 0 or -ENOMEM. */
-int native__hold(struct native *n, const void *rec, size_t size);
-/* The native stack of sample `h` (PW_SF_USTACK set), of process `pid`. */
-void native__unwind(struct native *n, const struct pw_sample_hdr *h, struct native_stack *out);
+/* The native stack of sample `h` from `rec`, the PW_REC_USTACK record paired with it
+ * (user/xstack.h: `rec->len` payload bytes follow it). */
+void native__unwind(struct native *n, const struct pw_sample_hdr *h,
+		    const struct pw_stack_hdr *rec, struct native_stack *out);
 /* Process `pid` ended: its binaries are closed. */
 void native__forget(struct native *n, pid_t pid);
 const struct native_stats *native__stats(const struct native *n);

@@ -90,7 +90,8 @@ struct profile {
 	bool entry[PW_MAX_FRAMES_CAP];
 	bool is_eval[NATIVE_MAX_FRAMES];
 	struct merge_item merged[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES];
-	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES];
+	/* the merged stack, then kernel frames and the pseudo-frame as in ids */
+	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES + PW_KSTACK_MAX + 1];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
 
@@ -396,9 +397,10 @@ static int64_t kernel_frame_id(struct profile *p, uint64_t addr)
 }
 
 /* Append the kernel frames of a paired sample's stack record after the *n frames in
- * p->ids: the record is leaf first, stacks root first, so the syscall entry comes first
+ * ids (room for PW_KSTACK_MAX more): the record is leaf first, stacks root first, so the syscall entry comes first
  * and the innermost function last. 0 or a negative errno. */
-static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *n)
+static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *ids,
+			     uint32_t *n)
 {
 	uint32_t nips = ks->len / sizeof(uint64_t), leaf = 0;
 	const uint8_t *ips = (const uint8_t *)(ks + 1);
@@ -426,7 +428,7 @@ static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, u
 		fid = kernel_frame_id(p, addr);
 		if (fid < 0)
 			return (int)fid;
-		p->ids[(*n)++] = (uint32_t)fid;
+		ids[(*n)++] = (uint32_t)fid;
 	}
 	return 0;
 }
@@ -501,20 +503,25 @@ static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_
 	return 0;
 }
 
-/* agg frame id of a native frame: 'symbol [native]', or 'lib+0xOFF [native]' when no
- * symbol table names it; a negative errno */
+/* agg frame id of a native frame: function (its symbol, or 'lib+0xOFF' when no symbol
+ * table names it) at its address in its module's mapping; a negative errno */
 static int64_t native_frame(struct profile *p, const struct native_frame *f)
 {
+	struct symtab_mapping m = { .kind = FRAME_NATIVE, .path = f->path, .start = f->start,
+				    .limit = f->limit, .build_id_len = f->build_id_len };
 	char name[512];
-	int64_t func;
+	int64_t func, map;
 
 	if (f->symbol)
-		snprintf(name, sizeof(name), "%s [native]", f->symbol);
+		snprintf(name, sizeof(name), "%s", f->symbol);
 	else
-		snprintf(name, sizeof(name), "%s+0x%llx [native]", f->module,
-			 (unsigned long long)f->rel);
-	func = symtab__pseudo_func(p->symtab, name);
-	return func < 0 ? func : agg__frame_id(p->agg, (uint32_t)func, 0);
+		snprintf(name, sizeof(name), "%s+0x%llx", f->module, (unsigned long long)f->rel);
+	memcpy(m.build_id, f->build_id, f->build_id_len);
+	func = symtab__machine_func(p->symtab, FRAME_NATIVE, name, f->path);
+	map = func < 0 ? func : symtab__mapping(p->symtab, &m);
+	if (map < 0)
+		return map;
+	return agg__addr_frame_id(p->agg, (uint32_t)func, (uint32_t)map, f->pc);
 }
 
 /* Replace p->ids[0..*n) (Python, root first, p->entry marking activations) by the merged
@@ -525,7 +532,7 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	int m;
 
 	if (ns->status != NATIVE_OK) {
-		p->drops.n[ns->status == NATIVE_UNPAIRED     ? PROFILE_DROP_NATIVE_UNPAIRED :
+		p->drops.n[ns->status == NATIVE_MALFORMED    ? PROFILE_DROP_MALFORMED :
 			   ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED :
 							       PROFILE_DROP_NATIVE_INCOMPLETE]++;
 		return 1;
@@ -562,7 +569,7 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size,
 		      const struct native_stack *ns)
 {
-	const uint32_t *ids = p->ids;
+	uint32_t *ids = p->ids;
 	bool entry = false;
 	const struct pw_frame *frames;
 	struct xstack_parts parts;
@@ -623,28 +630,26 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		entry = false;
 		p->ids[n++] = (uint32_t)fid;
 	}
-	/* kernel frames at the leaf, below the Python ones (a sample taken in user mode has
-	 * none); a stack whose Python frames are all shims stays empty */
-	if (parts.kstack && n) {
-		err = add_kernel_frames(p, parts.kstack, &n);
-		if (err)
-			return err;
-	}
+	/* native frames between and below the Python ones (root first, interleaved) */
 	if (ns) {
 		err = merge_native(p, ns, &n);
 		if (err)
 			return err < 0 ? err : 0;
 		ids = p->mids;
 	}
+	/* kernel frames at the leaf, below the Python and native ones (a sample taken in user
+	 * mode has none); a stack whose Python frames are all shims stays empty */
+	if (parts.kstack && n) {
+		err = add_kernel_frames(p, parts.kstack, ids, &n);
+		if (err)
+			return err;
+	}
 	if (h->probe == PW_PROBE_OFFCPU && p->opts.block_frames && n) {
 		int64_t fid = block_frame(p, h->flags);
 
 		if (fid < 0)
 			return (int)fid;
-		if (ids == p->mids)
-			p->mids[n++] = (uint32_t)fid;
-		else
-			p->ids[n++] = (uint32_t)fid;
+		ids[n++] = (uint32_t)fid;
 	}
 	/* always keyed by thread: writers that group by thread need it, and the folded
 	 * writer merges stacks that print alike when thread roots are off */
@@ -851,8 +856,6 @@ static const struct {
 							"(--kernel)" },
 	[PROFILE_DROP_NO_USTACK] = { "no_native_stack", "whose native stack record never came "
 							"(--native)" },
-	[PROFILE_DROP_NATIVE_UNPAIRED] = { "native_unpaired", "whose native stack record did "
-							      "not come (--native)" },
 	[PROFILE_DROP_NATIVE_INCOMPLETE] = { "native_incomplete",
 					     "whose native stack could not be unwound to its "
 					     "first frame (--native)" },

@@ -82,7 +82,6 @@ enum profile_drop {
 	PROFILE_DROP_UNTRACKED,	 /* of a process (target id) never tracked */
 	PROFILE_DROP_NO_KSTACK,	 /* its kernel stack record never came (--kernel) */
 	PROFILE_DROP_NO_USTACK,	 /* its native stack record never came (--native) */
-	PROFILE_DROP_NATIVE_UNPAIRED,	/* --native: its stack record did not come */
 	PROFILE_DROP_NATIVE_INCOMPLETE, /* --native: the unwind stopped short of the root */
 	PROFILE_DROP_NATIVE_MISMATCH,	/* --native: eval activations and entry frames differ */
 	PROFILE_DROP_NATIVE_EVAL_UNNAMED, /* --native: no symbol covers the eval loop */
