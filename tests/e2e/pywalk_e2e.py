@@ -480,3 +480,33 @@ def to_py_frames(frames):
         assert py is not None, "not a Python frame %r in %s" % (fr, ";".join(frames))
         out.append(py)
     return out
+
+
+def go_pprof(tmp_path, *args):
+    """stdout of `go tool pprof ARGS` (its caches under tmp_path). go missing fails under
+    CI (make test installs golang-go) and skips elsewhere, saying why."""
+    go = shutil.which("go")
+    if not go:
+        if os.environ.get("CI"):
+            pytest.fail("go is not installed (golang-go)")
+        pytest.skip("go is not installed (golang-go)")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
+               PPROF_TMPDIR=str(tmp_path), GOTOOLCHAIN="local")
+    r = subprocess.run([go, "tool", "pprof"] + [str(a) for a in args], capture_output=True,
+                       stdin=subprocess.DEVNULL, env=env, timeout=120)
+    assert r.returncode == 0, "go tool pprof %s failed:\n%s" % (
+        " ".join(str(a) for a in args), r.stderr.decode("utf-8", "replace"))
+    return r.stdout.decode("utf-8", "replace")
+
+
+def is_read_path(kern):
+    """Kernel frame names (root first) that are a read system call's path: the entry,
+    do_syscall_64, then the read's own code (read_zero is /dev/zero's), in that order."""
+    names = list(kern)
+    try:
+        entry = next(i for i, n in enumerate(names) if n.startswith("entry_SYSCALL_64"))
+        sysc = names.index("do_syscall_64", entry)
+    except (StopIteration, ValueError):
+        return False
+    return any(n in ("ksys_read", "vfs_read", "__x64_sys_read", "read_zero")
+               for n in names[sysc + 1:])

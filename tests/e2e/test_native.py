@@ -87,21 +87,22 @@ def _ext_file(host_dir):
     return names[0]
 
 
-def _record(interp, target_argv, tmp_path, pidns=False, script_path=None, ready=True):
+def _record(interp, target_argv, tmp_path, pidns=False, script_path=None, ready=True,
+            out_name="native.folded", extra=()):
     t = e2e.Target(interp, argv=target_argv, script_path=script_path, pidns=pidns)
-    out = str(tmp_path / "native.folded")
+    out = str(tmp_path / out_name)
     try:
         t.wait_ready()
         cpu0 = t.cpu_seconds()
         r = e2e.run_pywalk(["record", "-p", t.pid, "--native", "-d", SECONDS, "-F", HZ,
-                            "-o", out], timeout=SECONDS + 60)
+                            "-o", out] + list(extra), timeout=SECONDS + 60)
         r.cpu_s = t.cpu_seconds() - cpu0
     finally:
         t.stop()
     describe = "%s\n(target %.2f CPU s while recorded)" % (e2e.describe_run(r, out), r.cpu_s)
     assert r.returncode == 0, describe
     e2e.check_summary(r.stderr)
-    return e2e.parse_folded(out), r, describe
+    return (e2e.parse_folded(out) if out.endswith(".folded") else out), r, describe
 
 
 def _native_name(frame):
@@ -337,3 +338,96 @@ def test_cxx_names_are_demangled(pywalk, interp, tmp_path):
         "%d of %d samples in '%s' under <module>;spin_cxx\n%s" % (
             inside, total, leafward, describe)
     assert not any(f.startswith("_ZN") for frames, _ in rows for f in frames), describe
+
+
+def _build_id(path):
+    """The GNU build-id `readelf -n` prints for the file, in hex."""
+    notes = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, check=True,
+                           universal_newlines=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", notes)
+    assert m, "no build-id in %s:\n%s" % (path, notes)
+    return m.group(1)
+
+
+MAPPING_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+) ?(\S*)",
+                        re.M)
+LOCATION_RE = re.compile(r"^\s*\d+: (0x[0-9a-f]+) M=(\d+) (\S+) ", re.M)
+
+
+def test_pprof_maps_the_extension_with_its_build_id(pywalk, interp, named, ext, tmp_path):
+    """pprof from --native: the extension is a Mapping with its path as the target sees it
+    and the build-id readelf -n gives, and each of its functions' Locations is a real
+    address inside that Mapping (so a tool can symbolize it again); the first Mapping is
+    the interpreter's executable (go tool pprof names the profile by it)."""
+    path, r, describe = _record(interp, interp.argv("native_target.py", ext[0], SECONDS + 5),
+                                tmp_path, out_name="native.pb.gz")
+    raw = e2e.go_pprof(tmp_path, "-raw", path)
+    so = _ext_file(ext[1])
+    maps = {int(m.group(1)): m for m in MAPPING_RE.finditer(raw.split("Mappings")[-1])}
+    ours = [m for m in maps.values() if m.group(5) == os.path.join(ext[0], so)]
+    assert len(ours) == 1, "no single Mapping for %s:\n%s" % (so, raw.split("Mappings")[-1])
+    mapping = ours[0]
+    assert mapping.group(6) == _build_id(os.path.join(ext[1], so)), mapping.group(0)
+    start, limit = int(mapping.group(2), 16), int(mapping.group(3), 16)
+    assert start < limit, mapping.group(0)
+    exe = os.path.realpath(os.path.join(interp.root or "/", interp.exe.lstrip("/")))
+    first = list(maps.values())[0]
+    assert os.path.basename(first.group(5)) == os.path.basename(exe), \
+        "first Mapping %s, not the executable %s" % (first.group(0), exe)
+    seen = {}
+    for m in LOCATION_RE.finditer(raw):
+        if m.group(3) in EXT_FUNCS[1:]:
+            addr = int(m.group(1), 16)
+            assert int(m.group(2)) == int(mapping.group(1)) and start <= addr < limit, \
+                "%s outside %s" % (m.group(0), mapping.group(0))
+            seen[m.group(3)] = seen.get(m.group(3), 0) + 1
+    for f in ("ext_outer", "ext_middle", "ext_inner", "ext_spin", "burn"):
+        assert seen.get(f), "no Location of %s in the extension's Mapping\n%s\n%s" % (
+            f, raw[-3000:], describe)
+
+
+KERNEL_SCRIPT = "kernel_target.py"
+KERNEL_READ_SHARE = 0.30  # of zero_reader's samples (test_kernel: measured ~0.7-0.9)
+
+
+@pytest.mark.core_only
+def test_native_and_kernel_frames_in_order(pywalk, interp, named, tmp_path):
+    """--native --kernel on a read system call made from Python (os.read): root first the
+    thread's native start, the Python frames <module>, main, zero_reader where the eval
+    loop ran them, then os.read's C frames, then the kernel's read path at the leaf; a
+    kernel frame is never above a native or Python one."""
+    m = e2e.markers(KERNEL_SCRIPT)
+    spath = interp.script_path(KERNEL_SCRIPT)
+    want_py = ["<module> (%s:%d)" % (spath, m["main"]),
+               "main (%s:%d)" % (spath, m["call_read"]),
+               "zero_reader (%s:%d)" % (spath, m["read"])]
+    rows, r, describe = _record(interp, interp.argv(KERNEL_SCRIPT, "read"), tmp_path,
+                                script_path=spath, extra=["--kernel"])
+    total = in_read = 0
+    for frames, n in rows:
+        kinds = ["kernel" if f.endswith(" [kernel]") else
+                 "native" if f.endswith(" [native]") else "python" for f in frames]
+        assert kinds[0] == "native", "root %r is not native\n%s" % (frames[0], describe)
+        if "kernel" in kinds:
+            k = kinds.index("kernel")
+            assert set(kinds[k:]) == {"kernel"}, "a frame below a kernel frame: %s\n%s" % (
+                ";".join(frames), describe)
+        py = [f for f, kd in zip(frames, kinds) if kd == "python"]
+        if py != want_py:
+            continue
+        total += n
+        last_py = max(i for i, kd in enumerate(kinds) if kd == "python")
+        between = kinds[last_py + 1:kinds.index("kernel")] if "kernel" in kinds else []
+        kern = [f[:-len(" [kernel]")] for f, kd in zip(frames, kinds) if kd == "kernel"]
+        # os.read's C code (os_read, _Py_read, libc's read) between Python and the kernel
+        if between and set(between) == {"native"} and e2e.is_read_path(kern):
+            in_read += n
+    assert total >= _floor(r), "only %d samples under %s\n%s" % (total, want_py, describe)
+    assert in_read >= KERNEL_READ_SHARE * total, \
+        "%d of %d samples of zero_reader: Python, native, then the kernel's read path\n%s" % (
+            in_read, total, describe)
+    paired = re.search(r"^pywalk: --kernel --native: (\d+) stacks shipped with their kernel "
+                       r"and native stacks; (\d+) stack records without their sample",
+                       r.stderr, re.M)
+    assert paired, "no pairing line\n" + r.stderr
+
