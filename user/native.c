@@ -400,7 +400,7 @@ static const char *shown_name(struct nproc *p, const char *sym)
 }
 
 /* Where frame `f`'s module is mapped, for the profile's Mapping: the path the target maps
- * (the vDSO: its module name), the module's address range and its build-id. The range
+ * ("[vdso]" for the vDSO), the module's address range and its build-id. The range
  * starts at its first segment, which maps the file from offset 0. */
 static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
 {
@@ -417,6 +417,8 @@ static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
 	f->path = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, &file, NULL);
 	if (file)
 		f->path = file;
+	else if (!strncmp(f->path, "[vdso", 5))
+		f->path = "[vdso]"; /* as the maps name it, which tools know has no file */
 	f->start = start;
 	f->limit = end;
 	len = dwfl_module_build_id(mod, &bid, &vaddr);

@@ -99,10 +99,12 @@ def _record(interp, target_argv, tmp_path, pidns=False, script_path=None, ready=
         r.cpu_s = t.cpu_seconds() - cpu0
     finally:
         t.stop()
-    describe = "%s\n(target %.2f CPU s while recorded)" % (e2e.describe_run(r, out), r.cpu_s)
+    folded = out.endswith(".folded")
+    describe = "%s\n(target %.2f CPU s while recorded)" % (
+        e2e.describe_run(r, out if folded else None), r.cpu_s)
     assert r.returncode == 0, describe
     e2e.check_summary(r.stderr)
-    return (e2e.parse_folded(out) if out.endswith(".folded") else out), r, describe
+    return (e2e.parse_folded(out) if folded else out), r, describe
 
 
 def _native_name(frame):
