@@ -9,7 +9,9 @@ shows. Also: a stripped copy of the extension (its frames 'lib+0xOFF', each offs
 the function the unstripped copy's symbol table gives), the extension loaded with dlopen
 after recording began, a process in its own pid and mount namespace, and a forged eval
 activation (the extension calls a function named like the eval loop's cold part) counted
-as a mismatch, never shipped.
+as a mismatch, never shipped. pprof: the extension's Mapping has its build-id and holds its
+functions' Locations. --native --kernel: the kernel's frames at the leaf, below the native
+frames of the C code that made the system call.
 """
 import os
 import re
