@@ -1051,6 +1051,15 @@ def ctxt_switches(pid):
     return total
 
 
+def set_bpf_stats(value):
+    """Turn the kernel's BPF run-time statistics on ("1") or back; returns what they were."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    old = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write(value)
+    return old
+
+
 def bpf_prog_stats(name, loaded_since):
     """(run_cnt, run_time_ns) of the BPF program `name` loaded last, at or after the Unix
     time loaded_since (another pywalk on the machine has one of its own)."""
@@ -1076,10 +1085,7 @@ def section_offcpu(cfg, interps):
     seconds = 1 if cfg.quick else 3
     pairs = 1 if cfg.quick else 6
     out = {"interp": py.label if py else None, "seconds": seconds, "pairs": [], "errors": []}
-    stats_path = "/proc/sys/kernel/bpf_stats_enabled"
-    old_stats = open(stats_path).read().strip()
-    with open(stats_path, "w") as f:
-        f.write("1")
+    old_stats = set_bpf_stats("1")
     try:
         for i in range(2 * pairs):
             # even pairs: every switch-out walked; odd: --min-block 1ms, walks deferred
@@ -1128,8 +1134,76 @@ def section_offcpu(cfg, interps):
         out["errors"].append("off-cpu: %s" % e)
         log("off-cpu failed: %s" % e)
     finally:
-        with open(stats_path, "w") as f:
-            f.write(old_stats)
+        set_bpf_stats(old_stats)
+    return out
+
+
+def held_prog_stats(pid, name):
+    """(run_cnt, run_time_ns) of the BPF program `name` that process `pid` holds (its fds'
+    prog_id), or None while it holds none: other pywalks on the machine have their own."""
+    ids = set()
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            for line in open("/proc/%d/fdinfo/%s" % (pid, fd)):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            continue
+    for i in sorted(ids):
+        r = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                           capture_output=True, text=True, timeout=30)
+        p = json.loads(r.stdout) if r.returncode == 0 else {}
+        if p.get("name") == name:
+            return p.get("run_cnt", 0), p.get("run_time_ns", 0)
+    return None
+
+
+def section_native(cfg, interps):
+    """`record --native` against `record` on `bench/workload.py depth --depth 10` at 99 and
+    999 Hz: the sampler's cost per run from the kernel's BPF statistics (the register and
+    stack copy and its ring-buffer record on top of the walk), and the userspace unwinding
+    and naming per sample as pywalk's summary gives it."""
+    py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
+    seconds = 2 if cfg.quick else 6
+    out = {"interp": py.label if py else None, "seconds": seconds, "cells": [], "errors": []}
+    old_stats = set_bpf_stats("1")
+    try:
+        for hz in (99, 999):
+            for native in (False, True):
+                p = tool = None
+                try:
+                    p, pid = start_workload(py, ["depth", "--depth", "10"])
+                    tool = subprocess.Popen(
+                        [cfg.pywalk, "record", "-p", str(pid), "-F", str(hz), "-d",
+                         str(seconds + 4), "-o", "/dev/null"] + (["--native"] if native else []),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    deadline = time.monotonic() + 30
+                    while held_prog_stats(tool.pid, "on_perf_event") is None:
+                        if time.monotonic() > deadline or tool.poll() is not None:
+                            raise RuntimeError("pywalk did not load: %s" % (
+                                tool.stderr.read()[-300:] if tool.poll() is not None else ""))
+                        time.sleep(0.2)
+                    time.sleep(1)  # its events started
+                    runs0, ns0 = held_prog_stats(tool.pid, "on_perf_event")
+                    time.sleep(seconds)
+                    runs1, ns1 = held_prog_stats(tool.pid, "on_perf_event")
+                    err = tool.communicate(timeout=60)[1]
+                    m = re.search(r"--native: .*?, ([0-9.]+) us each", err)
+                    cell = {"hz": hz, "native": native, "runs": runs1 - runs0,
+                            "ns_per_run": (ns1 - ns0) / (runs1 - runs0) if runs1 > runs0 else None,
+                            "unwind_us": float(m.group(1)) if m else None}
+                    out["cells"].append(cell)
+                    log("native %d Hz %s: %s ns per run, %s us unwinding per sample" % (
+                        hz, "--native" if native else "without", fmt(cell["ns_per_run"]),
+                        fmt(cell["unwind_us"], "%.1f")))
+                finally:
+                    stop(tool, signal.SIGINT)
+                    stop(p)
+    except Exception as e:  # noqa: BLE001
+        out["errors"].append("native: %s" % e)
+        log("native failed: %s" % e)
+    finally:
+        set_bpf_stats(old_stats)
     return out
 
 
@@ -1441,6 +1515,27 @@ def render(res):
                 fmt(t["tracer_ns_per_hit"]),
                 ", ".join("%d in %d" % tuple(c) for c in t["counted"])))
         L.append("")
+    s9 = res.get("native")
+    if s9 and s9["cells"]:
+        L.append("## 9. Native frames (`--native`)")
+        L.append("")
+        L.append("`pywalk record -p PID [--native]` on `bench/workload.py depth --depth 10` (%s), "
+                 "%d s a run: `on_perf_event`'s cost per run from the kernel's BPF statistics "
+                 "(with `--native`: the registers, up to 16 KiB of stack copied page by page and "
+                 "its ring-buffer record), and the userspace unwinding and naming per sample "
+                 "(libdwfl over the copy) from pywalk's summary." % (s9["interp"], s9["seconds"]))
+        L.append("")
+        L.append("| rate | ns per run | ns per run, --native | µs unwinding per sample |")
+        L.append("|--:|--:|--:|--:|")
+        for hz in sorted(set(c["hz"] for c in s9["cells"])):
+            plain = [c for c in s9["cells"] if c["hz"] == hz and not c["native"]]
+            nat = [c for c in s9["cells"] if c["hz"] == hz and c["native"]]
+            L.append("| %d Hz | %s | %s | %s |" % (
+                hz, fmt(plain[0]["ns_per_run"] if plain else None),
+                fmt(nat[0]["ns_per_run"] if nat else None),
+                fmt(nat[0]["unwind_us"] if nat else None, "%.1f")))
+        L.append("")
+
     if res["errors"]:
         L.append("## Harness errors")
         L.append("")
@@ -1581,8 +1676,8 @@ def main():
     ap.add_argument("--pywalk", default=os.path.join(ROOT, "build", "pywalk"))
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
-    ap.add_argument("--sections", default="1,2,3,5,6,7,8",
-                    help="comma list of 1,2,3,5,6,7,8 (4 rides on 2)")
+    ap.add_argument("--sections", default="1,2,3,5,6,7,8,9",
+                    help="comma list of 1,2,3,5,6,7,8,9 (4 rides on 2)")
     ap.add_argument("--bystander-rounds", type=int, default=8,
                     help="rounds of each variant and rate in section 8")
     ap.add_argument("--agent-seconds", type=int, default=300,
@@ -1615,7 +1710,8 @@ def main():
              ("6", "offcpu", section_offcpu, lambda r: r["pairs"]),
              ("7", "probe", section_probe, lambda r: r["tools"]),
              ("8", "bystander", section_bystander,
-              lambda r: any(c.get("target_slowdown") is not None for c in r["rates"])))
+              lambda r: any(c.get("target_slowdown") is not None for c in r["rates"])),
+             ("9", "native", section_native, lambda r: r["cells"]))
     for number, key, run, has_figures in table:
         if number not in sections:
             continue

@@ -307,7 +307,8 @@ enum pw_rec_kind {
 	PW_REC_OFFCPU = 4, /* struct pw_offcpu_rec */
 	PW_REC_AGG_FIRST = 5, /* struct pw_agg_first, then a sample (kind PW_REC_SAMPLE) */
 	PW_REC_KSTACK = 6, /* struct pw_kstack: the kernel stack of the sample after it */
-	PW_REC_USTACK = 7, /* reserved: the native user stack of the sample after it */
+	PW_REC_USTACK = 7, /* --native: struct pw_ustack (header, regs, stack bytes) of
+			    * the sample after it (PW_SF_USTACK) */
 };
 
 /* pw_sample_hdr.flags: what the sampler saw of the thread besides its stack. The GIL bits
@@ -324,6 +325,11 @@ enum pw_rec_kind {
 #define PW_SF_EXTRA_STACKS (PW_SF_KSTACK | PW_SF_USTACK)
 /* Userspace's own: the stack records were appended to this sample (user/xstack.h). */
 #define PW_SF_USERSPACE_PAIRED 0x8000
+
+/* --native: bit 0 of pw_frame.code (code objects are aligned, and the walker masks tag
+ * bits off) marks the root-most Python frame an eval-loop activation ran (3.11: is_entry;
+ * 3.12+: the frame an entry shim precedes). Userspace masks it off before any lookup. */
+#define PW_FRAME_ENTRY 1ull
 
 /* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. nframes is at
  * most PW_MAX_FRAMES_CAP, so 16 bits of what was a 32-bit count hold the flags. */
@@ -449,6 +455,38 @@ struct pw_offcpu_rec {
 	__u32 block;	/* enum pw_block */
 };
 _Static_assert(sizeof(struct pw_offcpu_rec) == 32, "pw_offcpu_rec is ABI");
+
+/* --native: the user registers of the sampled thread and a copy of its stack from sp up,
+ * which userspace unwinds with each binary's CFI (perf's --call-graph dwarf). Registers in
+ * the order of enum pw_ureg (x86-64: what CFI may need to recover the caller's frame). */
+enum pw_ureg {
+	PW_UREG_IP,
+	PW_UREG_SP,
+	PW_UREG_BP,
+	PW_UREG_BX,
+	PW_UREG_R12,
+	PW_UREG_R13,
+	PW_UREG_R14,
+	PW_UREG_R15,
+	PW_UREG__COUNT,
+};
+#define PW_USTACK_MAX 65536	/* bytes of stack one record may carry (--native-stack) */
+#define PW_USTACK_DEFAULT 16384
+#define PW_USTACK_PAGE 4096	/* copied page by page, up to the first unmapped one */
+
+/* The extra-stack header (kind, the sample's tid and time_ns that pair the two, the
+ * payload's length: the registers, size, flags and the stack bytes), then the payload. */
+struct pw_ustack {
+	struct pw_stack_hdr hdr; /* kind PW_REC_USTACK */
+	__u64 regs[PW_UREG__COUNT];
+	__u32 size;	/* stack bytes after `flags`, from regs[PW_UREG_SP] up */
+	__u32 flags;	/* PW_USF_* */
+	__u8 data[PW_USTACK_MAX];
+};
+#define PW_USTACK_DATA_OFF __builtin_offsetof(struct pw_ustack, data)
+_Static_assert(PW_USTACK_DATA_OFF == 96, "pw_ustack is ABI");
+#define PW_USTACK_LEN_BASE (PW_USTACK_DATA_OFF - sizeof(struct pw_stack_hdr))
+#define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {

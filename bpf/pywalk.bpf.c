@@ -161,6 +161,7 @@ static __always_inline void count_probe(__u32 probe, __u32 slot)
 }
 
 #include "agg_count.h"
+#include "ustack.h"
 
 /* ---- sampler ------------------------------------------------------------------------- */
 
@@ -203,6 +204,12 @@ static long walk_cb(__u32 index __attribute__((unused)), void *data)
 		if (aggregate)
 			c->s->agg_key.stack = agg_fold(c->s->agg_key.stack, &c->w.cur);
 	}
+	/* --native: the root-most frame of each eval-loop activation (PW_FRAME_ENTRY): a 3.11
+	 * frame with is_entry, the frame a 3.12+ entry shim (a step that emits nothing)
+	 * follows, every 3.10 frame (one activation each) */
+	if (native_stack && idx < PW_MAX_FRAMES_CAP && c->w.nframes &&
+	    (c->w.last_was_entry || (c->w.emit && c->cfg->chain_kind == PW_CHAIN_FRAMEOBJ)))
+		c->s->sample.frames[idx].code |= PW_FRAME_ENTRY;
 	return done ? 1 : 0;
 }
 
@@ -214,7 +221,7 @@ __noinline int ship_code(struct scratch *s, const struct pw_proc *cfg, __u32 pid
 
 	if (!s || !cfg || !f)
 		return 0;
-	len = pw_code_capture(cfg, pid, f->code, f->tag, s->code_rec);
+	len = pw_code_capture(cfg, pid, f->code & ~PW_FRAME_ENTRY, f->tag, s->code_rec);
 	if (!len) {
 		count_counter(PW_CNT_CODE_UNREADABLE);
 		return 0;
@@ -237,7 +244,8 @@ struct code_ctx {
 
 static __always_inline __u64 seen_key(__u32 target, const struct pw_frame *f)
 {
-	__u64 k = (f->code ^ ((__u64)f->tag << 32) ^ target) * 0x9e3779b97f4a7c15ull;
+	__u64 k = ((f->code & ~PW_FRAME_ENTRY) ^ ((__u64)f->tag << 32) ^ target) *
+		  0x9e3779b97f4a7c15ull;
 
 	return k | 1; /* never 0, the empty slot */
 }
@@ -433,6 +441,22 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 
 	s->sample.hdr.kind = PW_REC_SAMPLE;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
+	/* --native (the sampler's samples): the stack record goes first, or neither does */
+	if (native_stack && probe == 0) {
+		__u32 cpu = bpf_get_smp_processor_id();
+		struct pw_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
+		__u32 ulen = u ? ustack_fill(u, tid, s->sample.hdr.time_ns) : 0;
+
+		if (!u)
+			return PW_OUT_LOST;
+		if (ulen) {
+			if (ulen > sizeof(struct pw_ustack))
+				return PW_OUT_LOST;
+			if (bpf_ringbuf_output(&events, u, ulen, BPF_RB_NO_WAKEUP))
+				return PW_OUT_LOST;
+			sflags |= PW_SF_USTACK;
+		}
+	}
 	s->sample.hdr.tstate = tstate;
 	s->sample.hdr.pid = pid;
 	s->sample.hdr.tid = tid;

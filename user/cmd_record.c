@@ -20,11 +20,12 @@
 #include "progress.h"
 #include "util.h"
 
-enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS };
+enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS, OPT_NATIVE, OPT_NATIVE_STACK };
 
 /* record's own options */
 struct record_opts {
-	bool threads, function, gil_stats;
+	bool threads, function, gil_stats, native;
+	uint32_t native_stack; /* --native-stack, bytes (0: not given) */
 };
 
 static void record_help(FILE *f)
@@ -47,7 +48,14 @@ static void record_help(FILE *f)
 		   "      --gil-stats        at the end, per thread: the share of its samples\n"
 		   "                         holding the GIL, on CPU without it (waiting for\n"
 		   "                         it, or in C code that released it) and, with\n"
-		   "                         --mode wall, off CPU\n");
+		   "                         --mode wall, off CPU\n"
+		   "      --native           native (C) frames between the Python frames: each\n"
+		   "                         eval-loop activation is replaced by the Python\n"
+		   "                         frames it ran ('name [native]', 'lib+0xOFF\n"
+		   "                         [native]' without a symbol); --mode cpu or gil\n"
+		   "      --native-stack SIZE\n"
+		   "                         bytes of each sample's user stack --native copies\n"
+		   "                         and unwinds: 4K-64K, a power of two (default 16K)\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -81,8 +89,19 @@ static int handle_option(void *ctx, int opt, const char *arg)
 {
 	struct record_opts *ro = ctx;
 
-	(void)arg;
-	if (opt == OPT_THREADS)
+	if (opt == OPT_NATIVE_STACK) {
+		uint64_t bytes;
+
+		if (parse_size(arg, PW_USTACK_PAGE, PW_USTACK_MAX, &bytes) || (bytes & (bytes - 1)))
+			return cli_usage_error("record",
+					       "invalid --native-stack '%s' (4K-64K, a power of two)",
+					       arg);
+		ro->native_stack = (uint32_t)bytes;
+		return 0;
+	}
+	if (opt == OPT_NATIVE)
+		ro->native = true;
+	else if (opt == OPT_THREADS)
 		ro->threads = true;
 	else if (opt == OPT_FUNCTION)
 		ro->function = true;
@@ -240,6 +259,8 @@ int cmd_record(int argc, char **argv)
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "function", no_argument, NULL, OPT_FUNCTION },
 		{ "gil-stats", no_argument, NULL, OPT_GIL_STATS },
+		{ "native", no_argument, NULL, OPT_NATIVE },
+		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 		{ 0 },
 	};
 	struct record_opts ro = { 0 };
@@ -273,10 +294,16 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "%s",
 				       "--gil-stats counts on-CPU samples: give --mode cpu, wall or "
 				       "gil, not off-cpu");
+	if (ro.native_stack && !ro.native)
+		return cli_usage_error("record", "%s", "--native-stack needs --native");
+	if (ro.native && (s.mode == CLI_MODE_OFFCPU || s.mode == CLI_MODE_WALL))
+		return cli_usage_error("record", "%s",
+				       "--native unwinds on-CPU samples: give --mode cpu or gil");
 
 	e = engine__new(&(struct engine_opts){
 		.sampling = &s,
 		.gil_stats = ro.gil_stats,
+		.native_stack = !ro.native ? 0 : ro.native_stack ? ro.native_stack : PW_USTACK_DEFAULT,
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
 			     .timeline = writer->timeline,

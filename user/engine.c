@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "native.h"
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
@@ -61,10 +62,12 @@ struct engine {
 	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
 	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
 	struct kagg *kagg;	  /* --aggregate */
+	struct native *native;	  /* --native: stack records and the binaries that unwind them */
+	struct native_stack *nstack; /* the sample being counted's native frames */
 	uint64_t next_agg_drain_ns;
 	uint32_t agg_draining; /* the generation being drained */
 	struct gilstats *gil;	  /* --gil-stats */
-	struct xstack *xs;	  /* --kernel: stack records waiting for their sample */
+	struct xstack *xs;	  /* --kernel, --native: stack records waiting for their sample */
 	struct kallsyms *ksyms;	  /* --kernel: names of kernel frames (NULL: unreadable) */
 	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of
 	 * threads whose version could not tell */
@@ -330,6 +333,7 @@ static void release_gone(struct engine *e, uint64_t now, bool all)
 static int count_sample(void *ctx, const void *data, size_t size)
 {
 	struct engine *e = ctx;
+	struct xstack_parts parts;
 	struct pw_sample_hdr h;
 
 	if (size >= sizeof(h)) {
@@ -346,6 +350,19 @@ static int count_sample(void *ctx, const void *data, size_t size)
 		}
 	}
 
+	/* --native: unwound once, counted merged by the profile and every tap (a sample whose
+	 * stack record never came goes on without, for the profile to reject) */
+	if (size >= sizeof(h) && (h.flags & PW_SF_USTACK) && e->native &&
+	    !xstack_parts(data, size, &parts) && parts.ustack) {
+		native__unwind(e->native, &h, parts.ustack, e->nstack);
+		for (size_t i = 0; i < e->ntaps; i++) {
+			int err = profile__add_sample_native(e->taps[i], data, size, e->nstack);
+
+			if (err)
+				return err;
+		}
+		return profile__add_sample_native(e->prof, data, size, e->nstack);
+	}
 	for (size_t i = 0; i < e->ntaps; i++) {
 		int err = profile__add_record(e->taps[i], data, size);
 
@@ -462,6 +479,15 @@ struct engine *engine__new(const struct engine_opts *opts)
 						     PROFILE_VALUE_SAMPLES;
 	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
+	if (opts->native_stack) {
+		e->native = native__new();
+		e->nstack = malloc(sizeof(*e->nstack));
+		if (!e->native || !e->nstack) {
+			pw_err("out of memory\n");
+			engine__free(e);
+			return NULL;
+		}
+	}
 	if (opts->aggregate) {
 		/* the stack a key's first record makes is the one its later hits count for */
 		e->kagg = kagg__new();
@@ -471,13 +497,13 @@ struct engine *engine__new(const struct engine_opts *opts)
 	if (opts->gil_stats)
 		e->gil = gilstats__new();
 	/* (trace refuses --kernel with --aggregate: the kernel's counts hold no kernel stack) */
-	if (e->s.kernel)
+	if (e->s.kernel || opts->native_stack)
 		e->xs = xstack__new();
 	e->prof = profile__new(&popts);
 	if (!e->cache || !e->prof ||
 	    ((e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL) && !e->off) ||
 	    (opts->aggregate && !e->kagg) || (opts->gil_stats && !e->gil) ||
-	    (e->s.kernel && !e->xs)) {
+	    ((e->s.kernel || opts->native_stack) && !e->xs)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -528,6 +554,8 @@ void engine__free(struct engine *e)
 	target_cache__free(e->cache);
 	offcpu__free(e->off);
 	kagg__free(e->kagg);
+	native__free(e->native);
+	free(e->nstack);
 	gilstats__free(e->gil);
 	xstack__free(e->xs);
 	kallsyms__free(e->ksyms); /* after every profile that names frames with it */
@@ -661,6 +689,7 @@ int engine__start(struct engine *e)
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
+						    .native_stack = e->opts.native_stack,
 						    .task_pids = scope,
 						    .ntask_pids = nscope,
 						    .ring_bytes = ring_bytes(e),
@@ -1148,11 +1177,29 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 	print_names(profile__names(e->prof));
 	if (e->xs) {
 		const struct xstack_stats *xs = xstack__stats(e->xs);
+		bool both = e->s.kernel && e->opts.native_stack;
 
-		log_printf(LOG_INFO, "pywalk: --kernel: %llu stacks shipped with their kernel stack; "
-				"%llu kernel stack records without their sample (not counted)\n",
-			(unsigned long long)xs->paired,
-			(unsigned long long)(xs->unpaired + xs->malformed));
+		/* (samples without theirs are in the drops above, under their own reason) */
+		log_printf(LOG_INFO, "pywalk: %s: %llu stacks shipped with their %s; %llu %s "
+				     "records without their sample (not counted)\n",
+			   both ? "--kernel --native" : e->s.kernel ? "--kernel" : "--native",
+			   (unsigned long long)xs->paired,
+			   both ? "kernel and native stacks" : e->s.kernel ? "kernel stack" :
+			   "native stack",
+			   (unsigned long long)(xs->unpaired + xs->malformed),
+			   both ? "stack" : e->s.kernel ? "kernel stack" : "native stack");
+	}
+	if (e->native) {
+		const struct native_stats *ns = native__stats(e->native);
+		uint64_t tried = ns->unwound + ns->incomplete;
+
+		log_printf(LOG_INFO, "pywalk: --native: %llu stacks unwound to their first frame, "
+				     "%llu stopped short, %.1f us each; maps re-read %llu times; "
+				     "deepest stack read %llu bytes\n",
+			   (unsigned long long)ns->unwound, (unsigned long long)ns->incomplete,
+			   tried ? (double)ns->unwind_ns / 1e3 / (double)tried : 0.0,
+			   (unsigned long long)ns->map_reloads,
+			   (unsigned long long)ns->stack_used);
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "

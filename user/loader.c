@@ -119,7 +119,12 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->print_args = opts->print_args;
 	ld->skel->rodata->gil_wanted = opts->gil;
 	ld->skel->rodata->kernel_stacks = opts->kernel_stacks;
+	ld->skel->rodata->native_stack = opts->native_stack != 0;
+	if (opts->native_stack)
+		ld->skel->rodata->native_stack_bytes = opts->native_stack;
 	bpf_map__set_max_entries(ld->skel->maps.scratch, ncpus);
+	/* 64 KiB a CPU, only when stacks are copied */
+	bpf_map__set_max_entries(ld->skel->maps.ustack_scratch, opts->native_stack ? ncpus : 1);
 	if (opts->ring_bytes)
 		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
 	/* trace's syscall probes attach only when asked: on every syscall of the host

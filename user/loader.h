@@ -35,6 +35,7 @@ struct loader_opts {
 	bool print_args;	 /* trace --print: samples carry what the probe saw */
 	bool gil;		 /* samples say whether their thread held the GIL */
 	bool kernel_stacks;	 /* --kernel: samples come after their kernel stack record */
+	uint32_t native_stack;	 /* --native: bytes of user stack each sample copies (0: off) */
 	uint32_t aggregate_entries; /* its maps' keys per generation; 0: the default */
 	/* the sampler's events go on these processes' threads and what they start later
 	 * (perf_events.h), or on every CPU when none are given or they have too many */

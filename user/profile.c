@@ -8,6 +8,9 @@
 #include <time.h>
 
 #include "intern.h"
+#include "log.h"
+#include "native.h"
+#include "native_merge.h"
 #include "proc.h"
 #include "profile.h"
 #include "pythreads.h"
@@ -83,6 +86,12 @@ struct profile {
 	/* Python frames, kernel frames and an off-CPU stack's pseudo-frame */
 	uint32_t ids[PW_MAX_FRAMES_CAP + PW_KSTACK_MAX + 1];
 	uint64_t block_fid[PW_BLOCK__COUNT]; /* agg frame id + 1 of each, 0: none yet */
+	/* --native: which Python frames start an eval activation, and the merged stack */
+	bool entry[PW_MAX_FRAMES_CAP];
+	bool is_eval[NATIVE_MAX_FRAMES];
+	struct merge_item merged[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES];
+	/* the merged stack, then kernel frames and the pseudo-frame as in ids */
+	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES + PW_KSTACK_MAX + 1];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
 
@@ -388,9 +397,10 @@ static int64_t kernel_frame_id(struct profile *p, uint64_t addr)
 }
 
 /* Append the kernel frames of a paired sample's stack record after the *n frames in
- * p->ids: the record is leaf first, stacks root first, so the syscall entry comes first
+ * ids (room for PW_KSTACK_MAX more): the record is leaf first, stacks root first, so the syscall entry comes first
  * and the innermost function last. 0 or a negative errno. */
-static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *n)
+static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, uint32_t *ids,
+			     uint32_t *n)
 {
 	uint32_t nips = ks->len / sizeof(uint64_t), leaf = 0;
 	const uint8_t *ips = (const uint8_t *)(ks + 1);
@@ -418,7 +428,7 @@ static int add_kernel_frames(struct profile *p, const struct pw_stack_hdr *ks, u
 		fid = kernel_frame_id(p, addr);
 		if (fid < 0)
 			return (int)fid;
-		p->ids[(*n)++] = (uint32_t)fid;
+		ids[(*n)++] = (uint32_t)fid;
 	}
 	return 0;
 }
@@ -493,8 +503,74 @@ static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_
 	return 0;
 }
 
-static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size)
+/* agg frame id of a native frame: function (its symbol, or 'lib+0xOFF' when no symbol
+ * table names it) at its address in its module's mapping; a negative errno */
+static int64_t native_frame(struct profile *p, const struct native_frame *f)
 {
+	struct symtab_mapping m = { .kind = FRAME_NATIVE, .path = f->path, .start = f->start,
+				    .limit = f->limit, .build_id_len = f->build_id_len };
+	char name[512];
+	int64_t func, map;
+
+	if (f->symbol)
+		snprintf(name, sizeof(name), "%s", f->symbol);
+	else
+		snprintf(name, sizeof(name), "%s+0x%llx", f->module, (unsigned long long)f->rel);
+	memcpy(m.build_id, f->build_id, f->build_id_len);
+	func = symtab__machine_func(p->symtab, FRAME_NATIVE, name, f->path);
+	map = func < 0 ? func : symtab__mapping(p->symtab, &m);
+	if (map < 0)
+		return map;
+	return agg__addr_frame_id(p->agg, (uint32_t)func, (uint32_t)map, f->pc);
+}
+
+/* Replace p->ids[0..*n) (Python, root first, p->entry marking activations) by the merged
+ * stack of `ns`: 0, 1 when the sample is not to be counted (its drop counted), or a
+ * negative errno. */
+static int merge_native(struct profile *p, const struct native_stack *ns, uint32_t *n)
+{
+	int m;
+
+	if (ns->status != NATIVE_OK) {
+		p->drops.n[ns->status == NATIVE_MALFORMED    ? PROFILE_DROP_MALFORMED :
+			   ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED :
+							       PROFILE_DROP_NATIVE_INCOMPLETE]++;
+		return 1;
+	}
+	for (uint32_t i = 0; i < ns->n; i++)
+		p->is_eval[i] = ns->f[i].is_eval;
+	m = native_merge(p->is_eval, ns->n, p->entry, *n, p->merged,
+			 PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES);
+	if (m < 0) {
+		uint32_t evals = 0, entries = 0;
+
+		for (uint32_t i = 0; i < ns->n; i++)
+			evals += ns->f[i].is_eval;
+		for (uint32_t i = 0; i < *n; i++)
+			entries += i == 0 || p->entry[i];
+		pw_debug("native: a stack of %u native frames with %u eval activations and %u "
+			 "Python frames with %u entry frames: not counted\n",
+			 ns->n, evals, *n, entries);
+		p->drops.n[PROFILE_DROP_NATIVE_MISMATCH]++;
+		return 1;
+	}
+	for (int i = 0; i < m; i++) {
+		int64_t fid = p->merged[i].python ? p->ids[p->merged[i].index] :
+						    native_frame(p, &ns->f[p->merged[i].index]);
+
+		if (fid < 0)
+			return (int)fid;
+		p->mids[i] = (uint32_t)fid;
+	}
+	*n = (uint32_t)m;
+	return 0;
+}
+
+static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size,
+		      const struct native_stack *ns)
+{
+	uint32_t *ids = p->ids;
+	bool entry = false;
 	const struct pw_frame *frames;
 	struct xstack_parts parts;
 	struct symtab_target st;
@@ -528,8 +604,11 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	frames = (const struct pw_frame *)(h + 1);
 	/* the record is leaf first; stacks are interned root first */
 	for (uint32_t i = h->nframes; i-- > 0;) {
-		int64_t sym = symtab__resolve(p->symtab, &st, frames[i].code, frames[i].tag);
+		int64_t sym = symtab__resolve(p->symtab, &st, frames[i].code & ~PW_FRAME_ENTRY,
+					      frames[i].tag);
 		int64_t fid;
+
+		entry |= (frames[i].code & PW_FRAME_ENTRY) != 0;
 
 		if (sym == -ENOMEM)
 			return -ENOMEM;
@@ -543,16 +622,25 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 			return 0;
 		}
 		if (symtab__is_shim(p->symtab, sym))
-			continue;
+			continue; /* an activation it starts starts at the next frame kept */
 		fid = frame_id(p, sym, frames[i].instr);
 		if (fid < 0)
 			return (int)fid;
+		p->entry[n] = entry;
+		entry = false;
 		p->ids[n++] = (uint32_t)fid;
 	}
-	/* kernel frames at the leaf, below the Python ones (a sample taken in user mode has
-	 * none); a stack whose Python frames are all shims stays empty */
+	/* native frames between and below the Python ones (root first, interleaved) */
+	if (ns) {
+		err = merge_native(p, ns, &n);
+		if (err)
+			return err < 0 ? err : 0;
+		ids = p->mids;
+	}
+	/* kernel frames at the leaf, below the Python and native ones (a sample taken in user
+	 * mode has none); a stack whose Python frames are all shims stays empty */
 	if (parts.kstack && n) {
-		err = add_kernel_frames(p, parts.kstack, &n);
+		err = add_kernel_frames(p, parts.kstack, ids, &n);
 		if (err)
 			return err;
 	}
@@ -561,7 +649,7 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 
 		if (fid < 0)
 			return (int)fid;
-		p->ids[n++] = (uint32_t)fid;
+		ids[n++] = (uint32_t)fid;
 	}
 	/* always keyed by thread: writers that group by thread need it, and the folded
 	 * writer merges stacks that print alike when thread roots are off */
@@ -584,11 +672,11 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	err = agg__add_at(p->agg,
 			  &(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
 					     .probe = probe },
-			  p->ids, n, weight, &stack);
+			  ids, n, weight, &stack);
 	if (!err && p->opts.timeline)
 		err = note_event(p, h->time_ns, event_ns(p, h->probe, weight), stack);
 	if (!err && p->opts.on_stack)
-		p->opts.on_stack(p->opts.on_stack_ctx, p, h, parts.sample_size, (uint32_t)proc, p->ids,
+		p->opts.on_stack(p->opts.on_stack_ctx, p, h, parts.sample_size, (uint32_t)proc, ids,
 				 n);
 	return err;
 }
@@ -632,11 +720,21 @@ int profile__add_record(struct profile *p, const void *data, size_t size)
 	}
 	memcpy(&kind, data, sizeof(kind));
 	if (kind == PW_REC_SAMPLE && size >= sizeof(struct pw_sample_hdr))
-		return add_sample(p, data, size);
+		return add_sample(p, data, size, NULL);
 	if (kind == PW_REC_CODE && size >= sizeof(struct pw_code_hdr))
 		return add_code(p, data, size);
 	p->drops.n[PROFILE_DROP_MALFORMED]++;
 	return 0;
+}
+
+int profile__add_sample_native(struct profile *p, const void *data, size_t size,
+			       const struct native_stack *ns)
+{
+	if (size < sizeof(struct pw_sample_hdr)) {
+		p->drops.n[PROFILE_DROP_MALFORMED]++;
+		return 0;
+	}
+	return add_sample(p, data, size, ns);
 }
 
 static uint64_t wall_ns(void)
@@ -758,6 +856,15 @@ static const struct {
 							"(--kernel)" },
 	[PROFILE_DROP_NO_USTACK] = { "no_native_stack", "whose native stack record never came "
 							"(--native)" },
+	[PROFILE_DROP_NATIVE_INCOMPLETE] = { "native_incomplete",
+					     "whose native stack could not be unwound to its "
+					     "first frame (--native)" },
+	[PROFILE_DROP_NATIVE_MISMATCH] = { "native_mismatch",
+					   "whose native eval-loop activations and Python entry "
+					   "frames did not pair up (--native)" },
+	[PROFILE_DROP_NATIVE_EVAL_UNNAMED] = { "native_eval_unnamed",
+					       "of an interpreter whose symbols do not name its "
+					       "eval loop (--native: install its debug symbols)" },
 };
 
 const char *profile_drop_name(enum profile_drop d)

@@ -82,6 +82,9 @@ enum profile_drop {
 	PROFILE_DROP_UNTRACKED,	 /* of a process (target id) never tracked */
 	PROFILE_DROP_NO_KSTACK,	 /* its kernel stack record never came (--kernel) */
 	PROFILE_DROP_NO_USTACK,	 /* its native stack record never came (--native) */
+	PROFILE_DROP_NATIVE_INCOMPLETE, /* --native: the unwind stopped short of the root */
+	PROFILE_DROP_NATIVE_MISMATCH,	/* --native: eval activations and entry frames differ */
+	PROFILE_DROP_NATIVE_EVAL_UNNAMED, /* --native: no symbol covers the eval loop */
 	PROFILE_DROP__COUNT
 };
 
@@ -136,6 +139,11 @@ void profile__target_gone(struct profile *p, uint32_t id);
 /* Add one ring-buffer record (a sample or a code record). Always returns 0 (problems are
  * counted in drops) unless memory runs out (-ENOMEM). */
 int profile__add_record(struct profile *p, const void *data, size_t size);
+struct native_stack;
+/* The same for a sample record with its unwound native stack (--native): counted merged
+ * with its Python frames, or not counted under the reason `ns` or the merge gives. */
+int profile__add_sample_native(struct profile *p, const void *data, size_t size,
+			       const struct native_stack *ns);
 
 /* Count `weight` for a stack symbolized before (the agg frame ids an on_stack hook was
  * given, root first): trace --aggregate's hits that the kernel counted. 0 or -ENOMEM. */

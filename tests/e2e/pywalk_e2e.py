@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,9 @@ TARGETS_DIR = os.path.join(REPO, "tests", "targets")
 if TARGETS_DIR not in sys.path:
     sys.path.insert(0, TARGETS_DIR)
 
-import known_shape_expected as ks  # noqa: E402  (needs the path above)
+import interpreters  # noqa: E402  (needs the path above)
+import known_shape_expected as ks  # noqa: E402
+import pytest  # noqa: E402
 
 # Every bucket of the accounting summary (CLI contract); their sum is the event count.
 # pywalk prints the buckets that counted something (all with -v); parse_summary gives the
@@ -334,6 +337,40 @@ def pidns_argv(interp, script_path, args=(), mount=False):
     return ns + ["sh", "-c", 'mount -t proc proc /proc && exec "$@"', "sh"] + py
 
 
+def build_ext(interp, source, name, tmp_path_factory, cflags="-O2"):
+    """Build the C extension `name` from tests/targets' `source` for `interp` with its own
+    headers: inside its chroot with the chroot's gcc, else with the host gcc and the
+    interpreter's pythonX.Y-config. Returns (directory as the target process sees it,
+    the same directory on the host); skips when the interpreter has no headers."""
+    config = "python%s-config" % interp.version
+    base = os.path.basename(source)
+    build = ("cd %%s && gcc -shared -fPIC %s -Wall -Werror $(%%s --includes) "
+             "-o %s$(%%s --extension-suffix) %s" % (cflags, name, base))
+    if interp.root:
+        rel = "%s/%s-%s" % (interpreters.CHROOT_TARGET_DIR.lstrip("/"), name, interp.version)
+        host_dir = os.path.join(interp.root, rel)
+        os.makedirs(host_dir, exist_ok=True)
+        shutil.copy2(source, os.path.join(host_dir, base))
+        cmd = ["chroot", interp.root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "sh", "-c",
+               build % ("/" + rel, config, config)]
+        target_dir = "/" + rel
+    else:
+        config = os.path.join(os.path.dirname(interp.exe), config)
+        if not os.path.exists(config):
+            pytest.skip("%s: no %s to build the extension" % (interp.id, config))
+        host_dir = str(tmp_path_factory.mktemp("%s-%s" % (name, interp.id)))
+        shutil.copy2(source, os.path.join(host_dir, base))
+        cmd = ["sh", "-c", build % (host_dir, config, config)]
+        target_dir = host_dir
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    if r.returncode != 0 and interp.root and b"not found" in r.stdout:
+        pytest.skip("%s: no compiler or headers in the chroot: %s" % (
+            interp.id, r.stdout.decode(errors="replace")[-300:]))
+    assert r.returncode == 0, "building %s for %s failed:\n%s" % (
+        name, interp.id, r.stdout.decode(errors="replace"))
+    return target_dir, host_dir
+
+
 RESULT_PREFIX = "PWRESULT "  # tests/targets/tree_common.py
 
 
@@ -443,3 +480,33 @@ def to_py_frames(frames):
         assert py is not None, "not a Python frame %r in %s" % (fr, ";".join(frames))
         out.append(py)
     return out
+
+
+def go_pprof(tmp_path, *args):
+    """stdout of `go tool pprof ARGS` (its caches under tmp_path). go missing fails under
+    CI (make test installs golang-go) and skips elsewhere, saying why."""
+    go = shutil.which("go")
+    if not go:
+        if os.environ.get("CI"):
+            pytest.fail("go is not installed (golang-go)")
+        pytest.skip("go is not installed (golang-go)")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
+               PPROF_TMPDIR=str(tmp_path), GOTOOLCHAIN="local")
+    r = subprocess.run([go, "tool", "pprof"] + [str(a) for a in args], capture_output=True,
+                       stdin=subprocess.DEVNULL, env=env, timeout=120)
+    assert r.returncode == 0, "go tool pprof %s failed:\n%s" % (
+        " ".join(str(a) for a in args), r.stderr.decode("utf-8", "replace"))
+    return r.stdout.decode("utf-8", "replace")
+
+
+def is_read_path(kern):
+    """Kernel frame names (root first) that are a read system call's path: the entry,
+    do_syscall_64, then the read's own code (read_zero is /dev/zero's), in that order."""
+    names = list(kern)
+    try:
+        entry = next(i for i, n in enumerate(names) if n.startswith("entry_SYSCALL_64"))
+        sysc = names.index("do_syscall_64", entry)
+    except (StopIteration, ValueError):
+        return False
+    return any(n in ("ksys_read", "vfs_read", "__x64_sys_read", "read_zero")
+               for n in names[sysc + 1:])

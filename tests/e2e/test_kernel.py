@@ -21,8 +21,6 @@ and one interpreter of each frame-chain family the record tests cover (3.10, 3.1
 """
 import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
@@ -81,20 +79,6 @@ def split_stack(frames):
     return py, kern, rest
 
 
-def is_read_path(kern):
-    """The syscall path of a read: the entry, do_syscall_64, then the read's own code, in
-    that order (root first)."""
-    names = list(kern)
-    try:
-        entry = next(i for i, n in enumerate(names) if n.startswith("entry_SYSCALL_64"))
-        sysc = names.index("do_syscall_64", entry)
-    except (StopIteration, ValueError):
-        return False
-    # read_zero is /dev/zero's own read
-    return any(n in ("ksys_read", "vfs_read", "__x64_sys_read", "read_zero")
-               for n in names[sysc + 1:])
-
-
 def expected_read_stack(interp):
     m = e2e.markers(SCRIPT)
     path = interp.script_path(SCRIPT)
@@ -128,7 +112,7 @@ def test_syscall_path_below_the_python_stack(pywalk, interp, start_target, tmp_p
         if py != want:
             continue
         total += n
-        if is_read_path(kern):
+        if e2e.is_read_path(kern):
             with_path += n
     assert total >= SECONDS * 499 * 0.3, "too few samples of zero_reader: %d\n%s" % (
         total, e2e.describe_run(r, path))
@@ -147,37 +131,26 @@ def test_without_kernel_no_kernel_frames(pywalk, start_target, all_interpreters,
 
 
 def test_pprof_traces_and_mapping(pywalk, start_target, all_interpreters, tmp_path):
-    go = shutil.which("go")
-    if not go:
-        if os.environ.get("CI"):
-            pytest.fail("go is not installed (golang-go)")
-        pytest.skip("go is not installed (golang-go)")
     interp = all_interpreters[0]
     t, path, r = record(interp, start_target, tmp_path, "read", "--kernel", out="k.pb.gz")
-    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "gocache"),
-               PPROF_TMPDIR=str(tmp_path), GOTOOLCHAIN="local")
-    traces = subprocess.run([go, "tool", "pprof", "-traces", path], capture_output=True,
-                            text=True, env=env, timeout=120)
-    assert traces.returncode == 0, traces.stderr
+    traces = e2e.go_pprof(tmp_path, "-traces", path)
     # a trace is leaf first: the kernel's read path, then zero_reader, main, <module>
     found = 0
-    for block in traces.stdout.split("-----------+")[1:]:
+    for block in traces.split("-----------+")[1:]:
         names = [ln.split()[-1] for ln in block.splitlines()
                  if ln.strip() and ":" not in ln and not ln.startswith("-")]
         if "zero_reader" not in names:
             continue
         i = names.index("zero_reader")
         assert names[i:i + 3] == ["zero_reader", "main", "<module>"], block
-        if is_read_path(list(reversed(names[:i]))):
+        if e2e.is_read_path(list(reversed(names[:i]))):
             found += 1
-    assert found, traces.stdout[:3000]
-    raw = subprocess.run([go, "tool", "pprof", "-raw", path], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert raw.returncode == 0, raw.stderr
+    assert found, traces[:3000]
+    raw = e2e.go_pprof(tmp_path, "-raw", path)
     assert re.search(r"^\s*\d+: 0x8000000000000000/0xffffffffffffffff/0x0 "
-                     r"\[kernel\.kallsyms\]", raw.stdout, re.M), raw.stdout[-2000:]
-    assert re.search(r"^\s*\d+: 0xffff[0-9a-f]{12} M=\d+ do_syscall_64 ", raw.stdout, re.M), \
-        raw.stdout[-3000:]
+                     r"\[kernel\.kallsyms\]", raw, re.M), raw[-2000:]
+    assert re.search(r"^\s*\d+: 0xffff[0-9a-f]{12} M=\d+ do_syscall_64 ", raw, re.M), \
+        raw[-3000:]
 
 
 def test_offcpu_sleep_shows_the_nanosleep_path(pywalk, interp, start_target, tmp_path):

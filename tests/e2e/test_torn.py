@@ -11,13 +11,10 @@ internal frame chain of this kind (frame objects), so it is not covered.
 """
 import collections
 import os
-import shutil
-import subprocess
 
 import pytest
 
 import pywalk_e2e as e2e
-import interpreters  # noqa: E402  (tests/targets, put on sys.path by pywalk_e2e)
 
 EXT_SOURCE = os.path.join(e2e.TARGETS_DIR, "tornext.c")
 SECONDS = 2
@@ -43,32 +40,7 @@ def _build_ext(interp, tmp_path_factory):
     if minor < 11:
         pytest.skip("%s: the torn-state extension forges _PyInterpreterFrame chains (3.11+)"
                     % interp.version)
-    config = "python%s-config" % interp.version
-    if interp.root:
-        rel = "%s/ext-%s" % (interpreters.CHROOT_TARGET_DIR.lstrip("/"), interp.version)
-        host_dir = os.path.join(interp.root, rel)
-        os.makedirs(host_dir, exist_ok=True)
-        shutil.copy2(EXT_SOURCE, os.path.join(host_dir, "tornext.c"))
-        cmd = ["chroot", interp.root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "sh", "-c",
-               "cd /%s && gcc -shared -fPIC -O2 -Wall -Werror $(%s --includes) "
-               "-o tornext$(%s --extension-suffix) tornext.c" % (rel, config, config)]
-        target_dir = "/" + rel
-    else:
-        config = os.path.join(os.path.dirname(interp.exe), config)
-        if not os.path.exists(config):
-            pytest.skip("%s: no %s to build the extension" % (interp.id, config))
-        host_dir = str(tmp_path_factory.mktemp("tornext-%s" % interp.id))
-        shutil.copy2(EXT_SOURCE, os.path.join(host_dir, "tornext.c"))
-        cmd = ["sh", "-c", "cd %s && gcc -shared -fPIC -O2 -Wall -Werror $(%s --includes) "
-               "-o tornext$(%s --extension-suffix) tornext.c" % (host_dir, config, config)]
-        target_dir = host_dir
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-    if r.returncode != 0 and interp.root and b"not found" in r.stdout:
-        pytest.skip("%s: no compiler or headers in the chroot: %s" % (
-            interp.id, r.stdout.decode(errors="replace")[-300:]))
-    assert r.returncode == 0, "building tornext for %s failed:\n%s" % (
-        interp.id, r.stdout.decode(errors="replace"))
-    return target_dir
+    return e2e.build_ext(interp, EXT_SOURCE, "tornext", tmp_path_factory)[0]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/* --native: the user registers and the user stack from sp up of the current thread, copied
+ * into a PW_REC_USTACK record that userspace unwinds (perf's --call-graph dwarf). The
+ * registers are the task's user registers, saved at its entry into the kernel, in every
+ * context the sampler runs in: for a perf event that interrupted user mode they are the
+ * interrupted registers themselves, and for one that interrupted the kernel (a system
+ * call, a page fault) or a tracepoint they are where user code will resume. Included by
+ * pywalk.bpf.c after its maps. */
+#ifndef PW_USTACK_H
+#define PW_USTACK_H
+
+/* --native; the bytes of stack to copy (a power of two, PW_USTACK_PAGE..PW_USTACK_MAX) */
+const volatile bool native_stack = false;
+const volatile __u32 native_stack_bytes = PW_USTACK_DEFAULT;
+
+/* The record being built, one per CPU (its use is under the sampler scratch's `busy`);
+ * sized to the CPUs at load with --native, to one unused slot without. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pw_ustack);
+} ustack_scratch SEC(".maps");
+
+struct ustack_ctx {
+	struct pw_ustack *u;
+	__u64 sp;
+	__u32 want; /* bytes to copy */
+	__u32 done;
+};
+
+/* One page-bounded piece: the first ends at sp's page boundary, the others are whole
+ * pages, so the copy stops exactly where the stack's mapping ends (the main thread's
+ * stack often has less than --native-stack above sp). */
+static long ustack_piece(__u32 i __attribute__((unused)), void *data)
+{
+	struct ustack_ctx *c = data;
+	__u64 addr = c->sp + c->done;
+	__u32 len = PW_USTACK_PAGE - (__u32)(addr & (PW_USTACK_PAGE - 1));
+	__u32 off = c->done;
+
+	if (off >= c->want || off > PW_USTACK_MAX - PW_USTACK_PAGE)
+		return 1;
+	if (len > c->want - off)
+		len = c->want - off;
+	if (len > PW_USTACK_PAGE || !len)
+		return 1;
+	if (bpf_probe_read_user(&c->u->data[off], len, (const void *)(unsigned long)addr))
+		return 1;
+	c->done = off + len;
+	return 0;
+}
+
+/* Fill `u` for the sample of `tid` taken at `time_ns`; returns the record's length, 0 when
+ * the thread has no user registers to read. A global function, verified once. */
+__noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct ustack_ctx c = {};
+
+	if (!u || !regs)
+		return 0;
+	u->hdr.kind = PW_REC_USTACK;
+	u->hdr.tid = tid;
+	u->hdr.time_ns = time_ns;
+	u->flags = 0;
+	u->hdr.pad = 0;
+#if defined(__TARGET_ARCH_x86)
+	u->regs[PW_UREG_IP] = BPF_CORE_READ(regs, ip);
+	u->regs[PW_UREG_SP] = BPF_CORE_READ(regs, sp);
+	u->regs[PW_UREG_BP] = BPF_CORE_READ(regs, bp);
+	u->regs[PW_UREG_BX] = BPF_CORE_READ(regs, bx);
+	u->regs[PW_UREG_R12] = BPF_CORE_READ(regs, r12);
+	u->regs[PW_UREG_R13] = BPF_CORE_READ(regs, r13);
+	u->regs[PW_UREG_R14] = BPF_CORE_READ(regs, r14);
+	u->regs[PW_UREG_R15] = BPF_CORE_READ(regs, r15);
+#else
+	return 0;
+#endif
+	c.u = u;
+	c.sp = u->regs[PW_UREG_SP];
+	c.want = native_stack_bytes;
+	if (c.want > PW_USTACK_MAX)
+		c.want = PW_USTACK_MAX;
+	bpf_loop(PW_USTACK_MAX / PW_USTACK_PAGE + 1, ustack_piece, &c, 0);
+	u->size = c.done;
+	u->hdr.len = PW_USTACK_LEN_BASE + c.done;
+	if (c.done >= c.want)
+		u->flags |= PW_USF_CUT;
+	return PW_USTACK_DATA_OFF + c.done;
+}
+
+#endif /* PW_USTACK_H */

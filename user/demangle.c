@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+#include "demangle.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* libstdc++'s, declared here: its header is C++ */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *demangle(const char *sym)
+{
+	int status = 0;
+	char *out;
+
+	if (!sym || strncmp(sym, "_Z", 2))
+		return NULL;
+	out = __cxa_demangle(sym, NULL, NULL, &status);
+	return status == 0 ? out : NULL;
+}

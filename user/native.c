@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+#include "native.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/auxv.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <elfutils/libdwfl.h>
+
+#include "demangle.h"
+#include "log.h"
+#include "proc.h"
+#include "strtab.h"
+#include "util.h"
+
+/* Processes whose binaries are kept open; the least recently sampled is closed first. */
+#define MAX_PROCS 16
+/* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
+#define NAME_SLOTS 4096
+/* An address outside every known module re-reads the maps at most this often (a JIT's
+ * code is in no module: it must not cost a maps read per sample). */
+#define RELOAD_NS (10 * 1000 * 1000ull)
+
+struct name_slot {
+	uint64_t pc;
+	const char *symbol, *module;
+	uint64_t rel;
+	Dwfl_Module *mod; /* NULL: in none */
+};
+
+struct nproc {
+	pid_t pid;
+	Dwfl *dwfl;
+	bool attached;
+	int eval_named; /* 0: not known yet, 1: yes, -1: no (see eval_loop_named) */
+	uint64_t used_ns, reload_ns;
+	struct name_slot *names;
+	struct strtab *demangled; /* C++ names as shown, kept while the process is */
+	Dwfl_Callbacks callbacks;
+	char debug_path[96], *debug_path_ptr;
+	/* the sample being unwound: what the memory and register callbacks answer from */
+	const struct pw_ustack *uh; /* its first PW_USTACK_DATA_OFF + size bytes */
+	const uint8_t *stack;
+	pid_t tid;
+	uint64_t pcs[NATIVE_MAX_FRAMES];
+	bool act[NATIVE_MAX_FRAMES];
+	uint32_t npcs;
+	uint64_t used; /* bytes of the stack copy this unwind read */
+	bool read_failed; /* it needed memory it did not have */
+};
+
+struct native {
+	struct nproc procs[MAX_PROCS];
+	struct native_stats stats;
+};
+
+struct native *native__new(void)
+{
+	elf_version(EV_CURRENT);
+	return calloc(1, sizeof(struct native));
+}
+
+static void close_proc(struct nproc *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	free(p->names);
+	strtab__free(p->demangled);
+	memset(p, 0, sizeof(*p));
+}
+
+void native__free(struct native *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		close_proc(&n->procs[i]);
+	free(n);
+}
+
+const struct native_stats *native__stats(const struct native *n)
+{
+	return &n->stats;
+}
+
+/* ---- libdwfl's view of one sample --------------------------------------------------- */
+
+/* Memory outside the stack copy: the read-only contents of a mapped binary (what CFI
+ * expressions may look at); anything else is unknown, which ends the unwind there. */
+static bool read_module(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	GElf_Addr bias;
+	Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+	size_t nph, rawsize;
+	char *raw = elf ? elf_rawfile(elf, &rawsize) : NULL;
+
+	if (!raw || elf_getphdrnum(elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t va = addr - bias;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
+			continue;
+		if (va < ph.p_vaddr || va + 8 > ph.p_vaddr + ph.p_filesz ||
+		    ph.p_offset + (va - ph.p_vaddr) + 8 > rawsize)
+			continue;
+		memcpy(result, raw + ph.p_offset + (va - ph.p_vaddr), 8);
+		return true;
+	}
+	return false;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct nproc *p = arg;
+	uint64_t sp = p->uh->regs[PW_UREG_SP];
+
+	if (addr >= sp && addr - sp <= p->uh->size && p->uh->size - (addr - sp) >= 8) {
+		memcpy(result, p->stack + (addr - sp), 8);
+		if (addr - sp + 8 > p->used)
+			p->used = addr - sp + 8;
+		return true;
+	}
+	if (read_module(dwfl, addr, result))
+		return true;
+	/* libdwfl ends the unwind there as if it were the outermost frame: remember it, so a
+	 * stack cut by --native-stack is not taken as whole */
+	p->read_failed = true;
+	return false;
+}
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct nproc *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = p;
+	return p->tid;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct nproc *p = arg;
+	const __u64 *r = p->uh->regs;
+#if defined(__x86_64__)
+	/* DWARF register numbers of x86-64 */
+	Dwarf_Word bx = r[PW_UREG_BX], bp_sp[2] = { r[PW_UREG_BP], r[PW_UREG_SP] };
+	Dwarf_Word r12_15[4] = { r[PW_UREG_R12], r[PW_UREG_R13], r[PW_UREG_R14],
+				 r[PW_UREG_R15] };
+
+	if (!dwfl_thread_state_registers(thread, 3, 1, &bx) ||
+	    !dwfl_thread_state_registers(thread, 6, 2, bp_sp) ||
+	    !dwfl_thread_state_registers(thread, 12, 4, r12_15))
+		return false;
+	dwfl_thread_state_register_pc(thread, r[PW_UREG_IP]);
+	return true;
+#else
+	(void)thread;
+	(void)r;
+	return false;
+#endif
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+/* Separate debug files (by build-id, then debuglink) under the process's own
+ * /usr/lib/debug first (a container's), then the host's. */
+static void set_debuginfo_path(struct nproc *p)
+{
+	snprintf(p->debug_path, sizeof(p->debug_path),
+		 ":.debug:/proc/%d/root/usr/lib/debug:/usr/lib/debug", (int)p->pid);
+	p->debug_path_ptr = p->debug_path;
+	p->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.debuginfo_path = &p->debug_path_ptr,
+	};
+}
+
+/* ---- modules ------------------------------------------------------------------------- */
+
+/* The load bias of the file mapped by `m` (its lowest-offset mapping). */
+static int load_bias(Elf *e, const struct proc_map *m, GElf_Addr *bias)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(e, &nph))
+		return -EINVAL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t off_page, va_page;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		off_page = ph.p_offset & ~4095ull;
+		va_page = ph.p_vaddr & ~4095ull;
+		if (m->offset < off_page || m->offset >= ph.p_offset + ph.p_filesz)
+			continue;
+		*bias = m->start - (va_page + (m->offset - off_page));
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* Where the kernel mapped the vDSO in `pid` (its auxiliary vector), 0 if unknown. */
+static uint64_t vdso_address(pid_t pid)
+{
+	uint64_t av[2 * 64] = { 0 };
+	char path[64];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, av, sizeof(av));
+	close(fd);
+	for (ssize_t i = 0; len > 0 && (i + 2) * 8 <= len; i += 2)
+		if (av[i] == AT_SYSINFO_EHDR)
+			return av[i + 1];
+	return 0;
+}
+
+/* Report every file-backed mapping not yet known: its binary is opened through the
+ * target's view of the file system and must be the mapping's device and inode. */
+static int report_maps(struct nproc *p)
+{
+	struct proc_maps maps = { 0 };
+	int err = proc_read_maps(p->pid, &maps);
+	uint64_t vdso = vdso_address(p->pid);
+
+	if (err)
+		return err;
+	if (p->attached)
+		dwfl_report_begin_add(p->dwfl);
+	else
+		dwfl_report_begin(p->dwfl);
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct proc_map *m = &maps.maps[i];
+		GElf_Addr bias;
+		Elf *e;
+		int fd;
+
+		if (m->start == vdso && !dwfl_addrmodule(p->dwfl, m->start)) {
+			/* the kernel's image: libdwfl reads it from the process's memory */
+			char name[32];
+
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)p->pid);
+			dwfl_report_module(p->dwfl, name, m->start, m->end);
+			continue;
+		}
+		if (!m->path || m->path[0] != '/' || !m->inode)
+			continue;
+		/* the file's first mapping only (the others are its other segments) */
+		if (i && maps.maps[i - 1].inode == m->inode && maps.maps[i - 1].path &&
+		    !strcmp(maps.maps[i - 1].path, m->path))
+			continue;
+		if (dwfl_addrmodule(p->dwfl, m->start))
+			continue;
+		fd = proc_open_mapped_file(p->pid, m);
+		if (fd < 0) {
+			pw_debug("native: %d: cannot open %s: %s\n", (int)p->pid, m->path, strerror(-fd));
+			continue;
+		}
+		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!e || load_bias(e, m, &bias)) {
+			if (e)
+				elf_end(e);
+			close(fd);
+			continue;
+		}
+		elf_end(e);
+		/* libdwfl owns fd from here when it takes the module */
+		if (!dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true)) {
+			pw_debug("native: %d: %s: %s\n", (int)p->pid, m->path, dwfl_errmsg(-1));
+			close(fd);
+		}
+	}
+	proc_maps_free(&maps);
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	p->eval_named = 0; /* a module that names it may be new */
+	return 0;
+}
+
+static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
+{
+	struct nproc *p = NULL, *oldest = &n->procs[0];
+
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		if (n->procs[i].dwfl && n->procs[i].pid == pid) {
+			p = &n->procs[i];
+			p->used_ns = now;
+			return p;
+		}
+		if (n->procs[i].used_ns < oldest->used_ns)
+			oldest = &n->procs[i];
+	}
+	p = oldest;
+	close_proc(p);
+	p->pid = pid;
+	p->used_ns = now;
+	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
+	p->demangled = strtab__new();
+	set_debuginfo_path(p);
+	p->dwfl = dwfl_begin(&p->callbacks);
+	if (!p->names || !p->demangled || !p->dwfl || report_maps(p) ||
+	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
+		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
+		close_proc(p);
+		return NULL;
+	}
+	p->attached = true;
+	return p;
+}
+
+void native__forget(struct native *n, pid_t pid)
+{
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (n->procs[i].dwfl && n->procs[i].pid == pid)
+			close_proc(&n->procs[i]);
+}
+
+/* ---- unwinding ----------------------------------------------------------------------- */
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct nproc *p = arg;
+	Dwarf_Addr pc;
+	bool act;
+
+	if (p->npcs >= NATIVE_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &act))
+		return DWARF_CB_ABORT;
+	p->pcs[p->npcs] = pc;
+	p->act[p->npcs++] = act;
+	return DWARF_CB_OK;
+}
+
+/* 0: unwound to the thread's first frame; else where it stopped is unknown */
+static int unwind(struct nproc *p)
+{
+	int rc;
+
+	p->npcs = 0;
+	p->used = 0;
+	p->read_failed = false;
+	rc = dwfl_getthread_frames(p->dwfl, p->tid, on_frame, p);
+	return rc == 0 && p->read_failed ? -1 : rc;
+}
+
+static bool is_eval_symbol(const char *s)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	/* a ".cold" part of it runs in the same activation */
+	return s && !strncmp(s, eval, sizeof(eval) - 1) &&
+	       (s[sizeof(eval) - 1] == 0 || s[sizeof(eval) - 1] == '.');
+}
+
+/* A C++ name demangled (kept in the process's table, so it lives as long as libdwfl's), a
+ * C name as it is. */
+static const char *shown_name(struct nproc *p, const char *sym)
+{
+	char *d = demangle(sym);
+	int64_t id;
+
+	if (!d)
+		return sym;
+	id = strtab__intern(p->demangled, d);
+	free(d);
+	return id < 0 ? sym : strtab__get(p->demangled, (size_t)id);
+}
+
+/* Where frame `f`'s module is mapped, for the profile's Mapping: the path the target maps
+ * ("[vdso]" for the vDSO), the module's address range and its build-id. The range
+ * starts at its first segment, which maps the file from offset 0. */
+static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
+{
+	const unsigned char *bid;
+	const char *file = NULL;
+	Dwarf_Addr start = 0, end = 0, vaddr;
+	int len;
+
+	f->path = f->module;
+	f->start = f->limit = 0;
+	f->build_id_len = 0;
+	if (!mod)
+		return;
+	f->path = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, &file, NULL);
+	if (file)
+		f->path = file;
+	else if (!strncmp(f->path, "[vdso", 5))
+		f->path = "[vdso]"; /* as the maps name it, which tools know has no file */
+	f->start = start;
+	f->limit = end;
+	len = dwfl_module_build_id(mod, &bid, &vaddr);
+	if (len > 0 && (size_t)len <= sizeof(f->build_id)) {
+		memcpy(f->build_id, bid, (size_t)len);
+		f->build_id_len = (uint8_t)len;
+	}
+}
+
+static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_frame *f)
+{
+	/* a return address is past its call: look up the call */
+	uint64_t look = act ? pc : pc - 1;
+	struct name_slot *slot = &p->names[hash_mix64(look) % NAME_SLOTS];
+
+	if (slot->pc != look || !slot->module) {
+		Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, look);
+		GElf_Off off;
+		GElf_Sym sym;
+		GElf_Addr bias = 0;
+
+		slot->pc = look;
+		slot->symbol = mod ? dwfl_module_addrinfo(mod, look, &off, &sym, NULL, NULL, NULL) :
+				     NULL;
+		slot->module = mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) :
+				     "?";
+		if (mod)
+			dwfl_module_getelf(mod, &bias);
+		slot->rel = pc - bias;
+		slot->symbol = shown_name(p, slot->symbol);
+		slot->mod = mod;
+	}
+	f->pc = pc;
+	f->symbol = slot->symbol;
+	f->module = slot->module ? slot->module : "?";
+	f->rel = slot->pc == look ? slot->rel : pc;
+	f->is_eval = is_eval_symbol(f->symbol);
+	module_mapping(slot->mod, f);
+}
+
+/* Whether some module names the eval loop wholly: an exported _PyEval_EvalFrameDefault of
+ * a plausible size, or a symbol table that names its parts too ("...Default.cold"). PGO
+ * builds with function partitioning and no symbol table (Debian unstable's 3.13+) export
+ * only a small piece of it; their activations run in unnamed code, and merging by the
+ * names there would be a guess. */
+static int each_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
+		       void *arg)
+{
+	int *named = arg, n = dwfl_module_getsymtab(mod);
+	bool whole = false, parts = false, found = false;
+
+	(void)user;
+	(void)name;
+	(void)start;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		const char *s = dwfl_module_getsym(mod, i, &sym, NULL);
+
+		if (!s || strncmp(s, "_PyEval_EvalFrameDefault", 24))
+			continue;
+		if (!s[24]) {
+			found = true;
+			whole |= sym.st_size >= 0x4000;
+		} else if (s[24] == '.') {
+			parts = true;
+		}
+	}
+	if (found && (whole || parts))
+		*named = 1;
+	return *named == 1 ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+static bool eval_loop_named(struct nproc *p)
+{
+	if (!p->eval_named) {
+		int named = -1;
+
+		dwfl_getmodules(p->dwfl, each_module, &named, 0);
+		p->eval_named = named;
+	}
+	return p->eval_named == 1;
+}
+
+void native__unwind(struct native *n, const struct pw_sample_hdr *h,
+		    const struct pw_stack_hdr *rec, struct native_stack *out)
+{
+	uint64_t t0 = now_ns();
+	const struct pw_ustack *u = (const struct pw_ustack *)rec;
+	struct nproc *p;
+	int rc;
+
+	out->n = 0;
+	/* the pairing checked that len bytes follow the header; the rest is the sender's */
+	if (rec->len < PW_USTACK_LEN_BASE || u->size > PW_USTACK_MAX ||
+	    rec->len != PW_USTACK_LEN_BASE + u->size) {
+		out->status = NATIVE_MALFORMED;
+		return;
+	}
+	out->status = NATIVE_INCOMPLETE;
+	p = proc_for(n, (pid_t)h->pid, t0);
+	if (!p) {
+		n->stats.incomplete++;
+		return;
+	}
+	p->uh = u;
+	p->stack = (const uint8_t *)rec + PW_USTACK_DATA_OFF;
+	p->tid = (pid_t)h->tid;
+	rc = unwind(p);
+	/* stopped in no known module: a library loaded since the maps were read */
+	if (rc && p->npcs && !dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) &&
+	    t0 - p->reload_ns >= RELOAD_NS) {
+		p->reload_ns = t0;
+		n->stats.map_reloads++;
+		if (!report_maps(p))
+			rc = unwind(p);
+	}
+	if (rc == 0 && !eval_loop_named(p)) {
+		out->status = NATIVE_EVAL_UNNAMED;
+		n->stats.eval_unnamed++;
+	} else if (rc == 0) {
+		out->status = NATIVE_OK;
+		out->n = p->npcs;
+		/* root first */
+		for (uint32_t i = 0; i < p->npcs; i++)
+			name_frame(p, p->pcs[p->npcs - 1 - i], p->act[p->npcs - 1 - i], &out->f[i]);
+		n->stats.unwound++;
+		if (p->used > n->stats.stack_used)
+			n->stats.stack_used = p->used;
+	} else {
+		n->stats.incomplete++;
+		Dwfl_Module *mod = p->npcs ? dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) : NULL;
+
+		pw_debug("native: %d/%d: unwind stopped after %u frames at 0x%llx (%s): %s\n",
+			 (int)h->pid, (int)h->tid, p->npcs,
+			 p->npcs ? (unsigned long long)p->pcs[p->npcs - 1] : 0ull,
+			 mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : "no module",
+			 p->read_failed ? "needed memory outside the stack copy (--native-stack)" :
+			 rc < 0		? dwfl_errmsg(-1) :
+					  "too deep");
+	}
+	n->stats.unwind_ns += now_ns() - t0;
+}
