@@ -127,6 +127,21 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	bpf_map__set_max_entries(ld->skel->maps.ustack_scratch, opts->native_stack ? ncpus : 1);
 	if (opts->ring_bytes)
 		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
+	/* only the programs this run can attach are loaded: the kernel verifies each at load,
+	 * a tenth of a second and more apiece on a slow machine, all of it start-up time */
+	if (!opts->no_sampler) {
+		struct bpf_program *probes[] = {
+			ld->skel->progs.on_uprobe,  ld->skel->progs.on_uretprobe,
+			ld->skel->progs.on_usdt,    ld->skel->progs.on_tracepoint,
+			ld->skel->progs.on_sys_enter, ld->skel->progs.on_sys_exit,
+		};
+
+		for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+			bpf_program__set_autoload(probes[i], false);
+	}
+	bpf_program__set_autoload(ld->skel->progs.on_switch, opts->mode != LOADER_ON_CPU);
+	bpf_program__set_autoload(ld->skel->progs.on_offcpu_sys_exit,
+				  opts->mode != LOADER_ON_CPU && opts->min_block_ns);
 	/* trace's syscall probes attach only when asked: on every syscall of the host
 	 * otherwise (the other probe programs have no target to auto-attach to) */
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
