@@ -176,7 +176,10 @@ def check_processes(run, roles, by_pid=True):
         for pid in pids:
             assert pid in stacks, "PID %d (%s) has no samples; sampled: %s\n%s" % (
                 pid, pids[pid]["role"], sorted(stacks), run.describe())
-            assert comms[pid] == comm_of(run.interp), "PID %d shown as %r, runs %s" % (
+            # a process's root is its comm; with --threads it is the thread's, and a
+            # process's main thread is named by threading: MainThread
+            want = "MainThread" if " --threads " in " %s " % run.what else comm_of(run.interp)
+            assert comms[pid] == want, "PID %d shown as %r, runs %s" % (
                 pid, comms[pid], run.interp.exe)
         key = dict((r["role"], r["pid"]) for r in run.records)
     else:
