@@ -139,21 +139,18 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 		for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
 			bpf_program__set_autoload(probes[i], false);
 	}
+	/* every context switch of the host runs it: only when off-CPU time is asked for */
 	bpf_program__set_autoload(ld->skel->progs.on_switch, opts->mode != LOADER_ON_CPU);
+	ld->skel->rodata->offcpu_on = opts->mode != LOADER_ON_CPU;
+	/* with --min-block, waits inside system calls are walked at the call's exit */
 	bpf_program__set_autoload(ld->skel->progs.on_offcpu_sys_exit,
 				  opts->mode != LOADER_ON_CPU && opts->min_block_ns);
+	ld->skel->rodata->offcpu_min_block_ns = opts->min_block_ns;
+	ld->skel->rodata->offcpu_wall = opts->mode == LOADER_WALL;
 	/* trace's syscall probes attach only when asked: on every syscall of the host
 	 * otherwise (the other probe programs have no target to auto-attach to) */
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_enter, false);
 	bpf_program__set_autoattach(ld->skel->progs.on_sys_exit, false);
-	/* every context switch of the host runs it: only when off-CPU time is asked for */
-	ld->skel->rodata->offcpu_on = opts->mode != LOADER_ON_CPU;
-	bpf_program__set_autoattach(ld->skel->progs.on_switch, opts->mode != LOADER_ON_CPU);
-	/* with --min-block, waits inside system calls are walked at the call's exit */
-	ld->skel->rodata->offcpu_min_block_ns = opts->min_block_ns;
-	ld->skel->rodata->offcpu_wall = opts->mode == LOADER_WALL;
-	bpf_program__set_autoattach(ld->skel->progs.on_offcpu_sys_exit,
-				    opts->mode != LOADER_ON_CPU && opts->min_block_ns);
 	ld->skel->rodata->latency_probes = opts->latency_probes;
 	ld->skel->rodata->filter_probes = opts->filter_probes;
 	set_aggregate(ld, opts);
