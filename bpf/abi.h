@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 9
+#define PW_ABI_VERSION 10
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -473,20 +473,26 @@ enum pw_ureg {
 #define PW_USTACK_MAX 65536	/* bytes of stack one record may carry (--native-stack) */
 #define PW_USTACK_DEFAULT 16384
 #define PW_USTACK_PAGE 4096	/* copied page by page, up to the first unmapped one */
+/* x86-64's red zone: the bytes below sp a function may use without moving sp, which no
+ * signal or interrupt overwrites. An epilogue interrupted after its pops has its CFI still
+ * saying where the popped registers were saved, there: without them the unwind stops. */
+#define PW_USTACK_REDZONE 128
 
 /* The extra-stack header (kind, the sample's tid and time_ns that pair the two, the
  * payload's length: the registers, size, flags and the stack bytes), then the payload. */
 struct pw_ustack {
 	struct pw_stack_hdr hdr; /* kind PW_REC_USTACK */
 	__u64 regs[PW_UREG__COUNT];
-	__u32 size;	/* stack bytes after `flags`, from regs[PW_UREG_SP] up */
+	__u32 size;	/* stack bytes after `flags`: from regs[PW_UREG_SP] up, after the red
+			 * zone below it with PW_USF_REDZONE */
 	__u32 flags;	/* PW_USF_* */
-	__u8 data[PW_USTACK_MAX];
+	__u8 data[PW_USTACK_REDZONE + PW_USTACK_MAX];
 };
 #define PW_USTACK_DATA_OFF __builtin_offsetof(struct pw_ustack, data)
 _Static_assert(PW_USTACK_DATA_OFF == 96, "pw_ustack is ABI");
 #define PW_USTACK_LEN_BASE (PW_USTACK_DATA_OFF - sizeof(struct pw_stack_hdr))
 #define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
+#define PW_USF_REDZONE 2 /* data starts PW_USTACK_REDZONE bytes below regs[PW_UREG_SP] */
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {

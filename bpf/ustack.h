@@ -25,8 +25,9 @@ struct {
 struct ustack_ctx {
 	struct pw_ustack *u;
 	__u64 sp;
-	__u32 want; /* bytes to copy */
+	__u32 want; /* bytes to copy from sp up */
 	__u32 done;
+	__u32 base; /* where in data sp's byte goes: past the red zone, when it was read */
 };
 
 /* One page-bounded piece: the first ends at sp's page boundary, the others are whole
@@ -38,6 +39,7 @@ static long ustack_piece(__u32 i __attribute__((unused)), void *data)
 	__u64 addr = c->sp + c->done;
 	__u32 len = PW_USTACK_PAGE - (__u32)(addr & (PW_USTACK_PAGE - 1));
 	__u32 off = c->done;
+	__u32 base = c->base > PW_USTACK_REDZONE ? PW_USTACK_REDZONE : c->base;
 
 	if (off >= c->want || off > PW_USTACK_MAX - PW_USTACK_PAGE)
 		return 1;
@@ -45,7 +47,7 @@ static long ustack_piece(__u32 i __attribute__((unused)), void *data)
 		len = c->want - off;
 	if (len > PW_USTACK_PAGE || !len)
 		return 1;
-	if (bpf_probe_read_user(&c->u->data[off], len, (const void *)(unsigned long)addr))
+	if (bpf_probe_read_user(&c->u->data[base + off], len, (const void *)(unsigned long)addr))
 		return 1;
 	c->done = off + len;
 	return 0;
@@ -80,15 +82,22 @@ __noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
 #endif
 	c.u = u;
 	c.sp = u->regs[PW_UREG_SP];
+	/* the red zone first; a thread whose sp is at its stack's lowest mapped page has none
+	 * readable, and its unwind does without */
+	if (!bpf_probe_read_user(u->data, PW_USTACK_REDZONE,
+				 (const void *)(unsigned long)(c.sp - PW_USTACK_REDZONE))) {
+		c.base = PW_USTACK_REDZONE;
+		u->flags |= PW_USF_REDZONE;
+	}
 	c.want = native_stack_bytes;
 	if (c.want > PW_USTACK_MAX)
 		c.want = PW_USTACK_MAX;
 	bpf_loop(PW_USTACK_MAX / PW_USTACK_PAGE + 1, ustack_piece, &c, 0);
-	u->size = c.done;
-	u->hdr.len = PW_USTACK_LEN_BASE + c.done;
+	u->size = c.base + c.done;
+	u->hdr.len = PW_USTACK_LEN_BASE + u->size;
 	if (c.done >= c.want)
 		u->flags |= PW_USF_CUT;
-	return PW_USTACK_DATA_OFF + c.done;
+	return PW_USTACK_DATA_OFF + u->size;
 }
 
 #endif /* PW_USTACK_H */

@@ -14,18 +14,21 @@
 #include "cli.h"
 #include "cmd.h"
 #include "engine.h"
+#include "native.h"
 #include "log.h"
 #include "out.h"
 #include "outfile.h"
 #include "progress.h"
 #include "util.h"
 
-enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS, OPT_NATIVE, OPT_NATIVE_STACK };
+enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS, OPT_NATIVE, OPT_NATIVE_STACK,
+       OPT_NATIVE_CACHE };
 
 /* record's own options */
 struct record_opts {
 	bool threads, function, gil_stats, native;
 	uint32_t native_stack; /* --native-stack, bytes (0: not given) */
+	uint64_t native_cache; /* --native-cache, bytes (0: not given) */
 };
 
 static void record_help(FILE *f)
@@ -55,7 +58,11 @@ static void record_help(FILE *f)
 		   "                         [native]' without a symbol); --mode cpu or gil\n"
 		   "      --native-stack SIZE\n"
 		   "                         bytes of each sample's user stack --native copies\n"
-		   "                         and unwinds: 4K-64K, a power of two (default 16K)\n");
+		   "                         and unwinds: 4K-64K, a power of two (default 16K)\n"
+		   "      --native-cache SIZE\n"
+		   "                         memory for the binaries --native keeps open: past\n"
+		   "                         it, the least recently sampled process's are closed\n"
+		   "                         (1M-64G, default 256M)\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -97,6 +104,11 @@ static int handle_option(void *ctx, int opt, const char *arg)
 					       "invalid --native-stack '%s' (4K-64K, a power of two)",
 					       arg);
 		ro->native_stack = (uint32_t)bytes;
+		return 0;
+	}
+	if (opt == OPT_NATIVE_CACHE) {
+		if (parse_size(arg, 1ull << 20, 64ull << 30, &ro->native_cache))
+			return cli_usage_error("record", "invalid --native-cache '%s' (1M-64G)", arg);
 		return 0;
 	}
 	if (opt == OPT_NATIVE)
@@ -261,6 +273,7 @@ int cmd_record(int argc, char **argv)
 		{ "gil-stats", no_argument, NULL, OPT_GIL_STATS },
 		{ "native", no_argument, NULL, OPT_NATIVE },
 		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
+		{ "native-cache", required_argument, NULL, OPT_NATIVE_CACHE },
 		{ 0 },
 	};
 	struct record_opts ro = { 0 };
@@ -296,6 +309,8 @@ int cmd_record(int argc, char **argv)
 				       "gil, not off-cpu");
 	if (ro.native_stack && !ro.native)
 		return cli_usage_error("record", "%s", "--native-stack needs --native");
+	if (ro.native_cache && !ro.native)
+		return cli_usage_error("record", "%s", "--native-cache needs --native");
 	if (ro.native && (s.mode == CLI_MODE_OFFCPU || s.mode == CLI_MODE_WALL))
 		return cli_usage_error("record", "%s",
 				       "--native unwinds on-CPU samples: give --mode cpu or gil");
@@ -304,6 +319,7 @@ int cmd_record(int argc, char **argv)
 		.sampling = &s,
 		.gil_stats = ro.gil_stats,
 		.native_stack = !ro.native ? 0 : ro.native_stack ? ro.native_stack : PW_USTACK_DEFAULT,
+		.native_cache = ro.native_cache ? ro.native_cache : NATIVE_BUDGET,
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
 			     .timeline = writer->timeline,

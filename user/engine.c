@@ -480,7 +480,7 @@ struct engine *engine__new(const struct engine_opts *opts)
 	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
 	if (opts->native_stack) {
-		e->native = native__new();
+		e->native = native__new(opts->native_cache ? opts->native_cache : NATIVE_BUDGET);
 		e->nstack = malloc(sizeof(*e->nstack));
 		if (!e->native || !e->nstack) {
 			pw_err("out of memory\n");
@@ -1195,11 +1195,14 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 
 		log_printf(LOG_INFO, "pywalk: --native: %llu stacks unwound to their first frame, "
 				     "%llu stopped short, %.1f us each; maps re-read %llu times; "
-				     "deepest stack read %llu bytes\n",
+				     "deepest stack read %llu bytes; binaries held %.1f MiB at "
+				     "most (budget %llu MiB), %llu processes closed to stay in it\n",
 			   (unsigned long long)ns->unwound, (unsigned long long)ns->incomplete,
 			   tried ? (double)ns->unwind_ns / 1e3 / (double)tried : 0.0,
 			   (unsigned long long)ns->map_reloads,
-			   (unsigned long long)ns->stack_used);
+			   (unsigned long long)ns->stack_used, (double)ns->peak_bytes / (1 << 20),
+			   (unsigned long long)(ns->budget >> 20),
+			   (unsigned long long)ns->evicted);
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,17 @@
 #include "log.h"
 #include "proc.h"
 #include "strtab.h"
+#include "symindex.h"
 #include "util.h"
 
-/* Processes whose binaries are kept open; the least recently sampled is closed first. */
+/* Processes whose binaries are kept open; the least recently sampled is closed first, when
+ * there are more than MAX_PROCS or they hold more than NATIVE_BUDGET bytes. */
 #define MAX_PROCS 16
+/* A process is charged what stays with it: the bytes of the binaries and debug files libdwfl
+ * holds mapped for it (its CFI and symbol tables are read from there, and their parsed forms
+ * grow with them), its name slots and its demangled names. Recounted after its maps are read
+ * and at most every CHARGE_NS while it is sampled, as naming loads debug files lazily. */
+#define CHARGE_NS (1000 * 1000 * 1000ull)
 /* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
 #define NAME_SLOTS 4096
 /* An address outside every known module re-reads the maps at most this often (a JIT's
@@ -37,7 +45,10 @@ struct nproc {
 	Dwfl *dwfl;
 	bool attached;
 	int eval_named; /* 0: not known yet, 1: yes, -1: no (see eval_loop_named) */
-	uint64_t used_ns, reload_ns;
+	uint64_t used_ns, reload_ns, charged_ns;
+	uint64_t bytes;		  /* what it is charged (see CHARGE_NS) */
+	uint64_t demangled_bytes; /* of that, its demangled names */
+	uint64_t index_bytes;	  /* and its modules' symbol indexes (module_index) */
 	struct name_slot *names;
 	struct strtab *demangled; /* C++ names as shown, kept while the process is */
 	Dwfl_Callbacks callbacks;
@@ -55,19 +66,43 @@ struct nproc {
 
 struct native {
 	struct nproc procs[MAX_PROCS];
+	uint64_t bytes; /* the processes' charges, summed */
 	struct native_stats stats;
 };
 
-struct native *native__new(void)
+struct native *native__new(uint64_t budget)
 {
+	struct native *n;
+
 	elf_version(EV_CURRENT);
-	return calloc(1, sizeof(struct native));
+	n = calloc(1, sizeof(struct native));
+	if (n)
+		n->stats.budget = budget;
+	return n;
 }
 
-static void close_proc(struct nproc *p)
+static int free_index(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
+		      void *arg)
 {
-	if (p->dwfl)
+	(void)mod;
+	(void)name;
+	(void)start;
+	(void)arg;
+	if (*user) {
+		symindex__free(*user);
+		free(*user);
+		*user = NULL;
+	}
+	return DWARF_CB_OK;
+}
+
+static void close_proc(struct native *n, struct nproc *p)
+{
+	n->bytes -= p->bytes;
+	if (p->dwfl) {
+		dwfl_getmodules(p->dwfl, free_index, NULL, 0);
 		dwfl_end(p->dwfl);
+	}
 	free(p->names);
 	strtab__free(p->demangled);
 	memset(p, 0, sizeof(*p));
@@ -78,7 +113,7 @@ void native__free(struct native *n)
 	if (!n)
 		return;
 	for (size_t i = 0; i < MAX_PROCS; i++)
-		close_proc(&n->procs[i]);
+		close_proc(n, &n->procs[i]);
 	free(n);
 }
 
@@ -120,10 +155,12 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 {
 	struct nproc *p = arg;
 	uint64_t sp = p->uh->regs[PW_UREG_SP];
+	uint64_t below = p->uh->flags & PW_USF_REDZONE ? PW_USTACK_REDZONE : 0;
+	uint64_t base = sp - below;
 
-	if (addr >= sp && addr - sp <= p->uh->size && p->uh->size - (addr - sp) >= 8) {
-		memcpy(result, p->stack + (addr - sp), 8);
-		if (addr - sp + 8 > p->used)
+	if (addr >= base && addr - base <= p->uh->size && p->uh->size - (addr - base) >= 8) {
+		memcpy(result, p->stack + (addr - base), 8);
+		if (addr >= sp && addr - sp + 8 > p->used)
 			p->used = addr - sp + 8;
 		return true;
 	}
@@ -163,10 +200,13 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 	Dwarf_Word bx = r[PW_UREG_BX], bp_sp[2] = { r[PW_UREG_BP], r[PW_UREG_SP] };
 	Dwarf_Word r12_15[4] = { r[PW_UREG_R12], r[PW_UREG_R13], r[PW_UREG_R14],
 				 r[PW_UREG_R15] };
+	/* rip as a register too: the PLT's CFI computes the CFA from it (DW_OP_breg16) */
+	Dwarf_Word ip = r[PW_UREG_IP];
 
 	if (!dwfl_thread_state_registers(thread, 3, 1, &bx) ||
 	    !dwfl_thread_state_registers(thread, 6, 2, bp_sp) ||
-	    !dwfl_thread_state_registers(thread, 12, 4, r12_15))
+	    !dwfl_thread_state_registers(thread, 12, 4, r12_15) ||
+	    !dwfl_thread_state_registers(thread, 16, 1, &ip))
 		return false;
 	dwfl_thread_state_register_pc(thread, r[PW_UREG_IP]);
 	return true;
@@ -250,6 +290,19 @@ static uint64_t vdso_address(pid_t pid)
 	return 0;
 }
 
+/* Whether a reported module holds `addr`. dwfl_addrmodule can answer with the module that
+ * ends there: the dynamic loader is mapped right after the vDSO, and would be taken as
+ * known. */
+static bool module_holds(Dwfl *dwfl, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	Dwarf_Addr low = 0, high = 0;
+
+	if (mod)
+		dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+	return mod && low <= addr && addr < high;
+}
+
 /* Report every file-backed mapping not yet known: its binary is opened through the
  * target's view of the file system and must be the mapping's device and inode. */
 static int report_maps(struct nproc *p)
@@ -270,7 +323,7 @@ static int report_maps(struct nproc *p)
 		Elf *e;
 		int fd;
 
-		if (m->start == vdso && !dwfl_addrmodule(p->dwfl, m->start)) {
+		if (m->start == vdso && !module_holds(p->dwfl, m->start)) {
 			/* the kernel's image: libdwfl reads it from the process's memory */
 			char name[32];
 
@@ -284,7 +337,7 @@ static int report_maps(struct nproc *p)
 		if (i && maps.maps[i - 1].inode == m->inode && maps.maps[i - 1].path &&
 		    !strcmp(maps.maps[i - 1].path, m->path))
 			continue;
-		if (dwfl_addrmodule(p->dwfl, m->start))
+		if (module_holds(p->dwfl, m->start))
 			continue;
 		fd = proc_open_mapped_file(p->pid, m);
 		if (fd < 0) {
@@ -311,6 +364,56 @@ static int report_maps(struct nproc *p)
 	return 0;
 }
 
+static int charge_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
+			 void *arg)
+{
+	uint64_t *bytes = arg;
+	const char *debugfile = NULL;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	size_t size = 0;
+	struct stat st;
+
+	(void)user;
+	(void)name;
+	(void)start;
+	if (elf && elf_rawfile(elf, &size))
+		*bytes += size;
+	/* a separate debug file, once libdwfl has found one (it is not looked for here) */
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+	if (debugfile && !stat(debugfile, &st) && st.st_size > 0)
+		*bytes += (uint64_t)st.st_size;
+	return DWARF_CB_OK;
+}
+
+/* Recount what `p` holds, then close the least recently sampled other processes while all
+ * of them hold more than the budget (the one being unwound stays, whatever its size). */
+static void charge(struct native *n, struct nproc *p, uint64_t now)
+{
+	uint64_t bytes = NAME_SLOTS * sizeof(*p->names) + p->demangled_bytes + p->index_bytes;
+
+	dwfl_getmodules(p->dwfl, charge_module, &bytes, 0);
+	n->bytes += bytes - p->bytes;
+	p->bytes = bytes;
+	p->charged_ns = now;
+	if (n->bytes > n->stats.peak_bytes)
+		n->stats.peak_bytes = n->bytes;
+	while (n->bytes > n->stats.budget) {
+		struct nproc *oldest = NULL;
+
+		for (size_t i = 0; i < MAX_PROCS; i++)
+			if (n->procs[i].dwfl && &n->procs[i] != p &&
+			    (!oldest || n->procs[i].used_ns < oldest->used_ns))
+				oldest = &n->procs[i];
+		if (!oldest)
+			break;
+		pw_debug("native: %d: closed, its binaries (%llu bytes) over the budget\n",
+			 (int)oldest->pid, (unsigned long long)oldest->bytes);
+		close_proc(n, oldest);
+		n->stats.evicted++;
+	}
+}
+
 static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 {
 	struct nproc *p = NULL, *oldest = &n->procs[0];
@@ -325,7 +428,9 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 			oldest = &n->procs[i];
 	}
 	p = oldest;
-	close_proc(p);
+	if (p->dwfl)
+		n->stats.evicted++;
+	close_proc(n, p);
 	p->pid = pid;
 	p->used_ns = now;
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
@@ -335,10 +440,11 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 	if (!p->names || !p->demangled || !p->dwfl || report_maps(p) ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
 		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
-		close_proc(p);
+		close_proc(n, p);
 		return NULL;
 	}
 	p->attached = true;
+	charge(n, p, now);
 	return p;
 }
 
@@ -346,7 +452,7 @@ void native__forget(struct native *n, pid_t pid)
 {
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (n->procs[i].dwfl && n->procs[i].pid == pid)
-			close_proc(&n->procs[i]);
+			close_proc(n, &n->procs[i]);
 }
 
 /* ---- unwinding ----------------------------------------------------------------------- */
@@ -390,11 +496,14 @@ static bool is_eval_symbol(const char *s)
 static const char *shown_name(struct nproc *p, const char *sym)
 {
 	char *d = demangle(sym);
+	size_t before = strtab__count(p->demangled);
 	int64_t id;
 
 	if (!d)
 		return sym;
 	id = strtab__intern(p->demangled, d);
+	if (strtab__count(p->demangled) != before)
+		p->demangled_bytes += strlen(d) + 1 + 2 * sizeof(void *);
 	free(d);
 	return id < 0 ? sym : strtab__get(p->demangled, (size_t)id);
 }
@@ -428,6 +537,58 @@ static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
 	}
 }
 
+/* `mod`'s function symbols by address, built at its first lookup and kept as the module's
+ * user data (a NULL index: it has none, or memory ran out; its frames go unnamed). */
+static const struct symindex *module_index(struct nproc *p, Dwfl_Module *mod)
+{
+	void **user;
+	int n;
+	struct sym_entry *e;
+	struct symindex *x;
+	size_t kept = 0;
+
+	dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (*user)
+		return *user;
+	n = dwfl_module_getsymtab(mod);
+	x = calloc(1, sizeof(*x));
+	e = n > 1 ? calloc((size_t)n, sizeof(*e)) : NULL;
+	if (!x || (n > 1 && !e)) {
+		free(x);
+		free(e);
+		return NULL;
+	}
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
+		    !(type == STT_FUNC || type == STT_GNU_IFUNC || (type == STT_NOTYPE && sym.st_size)))
+			continue;
+		e[kept++] = (struct sym_entry){ .lo = addr, .hi = addr + sym.st_size, .name = name,
+						.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL };
+	}
+	symindex__init(x, e, kept);
+	*user = x;
+	p->index_bytes += sizeof(*x) + (size_t)(n > 1 ? n : 0) * sizeof(*e);
+	return x;
+}
+
+/* The shown name of the function at `addr` in `mod`, NULL when no symbol holds it. */
+static const char *symbol_at(struct nproc *p, Dwfl_Module *mod, uint64_t addr)
+{
+	const struct symindex *x = module_index(p, mod);
+	struct sym_entry *s = x ? (struct sym_entry *)symindex__find(x, addr) : NULL;
+
+	if (!s)
+		return NULL;
+	if (!s->shown)
+		s->shown = shown_name(p, s->name);
+	return s->shown;
+}
+
 static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_frame *f)
 {
 	/* a return address is past its call: look up the call */
@@ -436,19 +597,15 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 
 	if (slot->pc != look || !slot->module) {
 		Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, look);
-		GElf_Off off;
-		GElf_Sym sym;
 		GElf_Addr bias = 0;
 
 		slot->pc = look;
-		slot->symbol = mod ? dwfl_module_addrinfo(mod, look, &off, &sym, NULL, NULL, NULL) :
-				     NULL;
+		slot->symbol = mod ? symbol_at(p, mod, look) : NULL;
 		slot->module = mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) :
 				     "?";
 		if (mod)
 			dwfl_module_getelf(mod, &bias);
 		slot->rel = pc - bias;
-		slot->symbol = shown_name(p, slot->symbol);
 		slot->mod = mod;
 	}
 	f->pc = pc;
@@ -512,7 +669,8 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 
 	out->n = 0;
 	/* the pairing checked that len bytes follow the header; the rest is the sender's */
-	if (rec->len < PW_USTACK_LEN_BASE || u->size > PW_USTACK_MAX ||
+	if (rec->len < PW_USTACK_LEN_BASE || u->size > PW_USTACK_REDZONE + PW_USTACK_MAX ||
+	    ((u->flags & PW_USF_REDZONE) && u->size < PW_USTACK_REDZONE) ||
 	    rec->len != PW_USTACK_LEN_BASE + u->size) {
 		out->status = NATIVE_MALFORMED;
 		return;
@@ -534,6 +692,7 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 		n->stats.map_reloads++;
 		if (!report_maps(p))
 			rc = unwind(p);
+		charge(n, p, t0);
 	}
 	if (rc == 0 && !eval_loop_named(p)) {
 		out->status = NATIVE_EVAL_UNNAMED;
@@ -547,6 +706,9 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 		n->stats.unwound++;
 		if (p->used > n->stats.stack_used)
 			n->stats.stack_used = p->used;
+		/* naming may have loaded a debug file */
+		if (t0 - p->charged_ns >= CHARGE_NS)
+			charge(n, p, t0);
 	} else {
 		n->stats.incomplete++;
 		Dwfl_Module *mod = p->npcs ? dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) : NULL;

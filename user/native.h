@@ -51,11 +51,17 @@ struct native_stats {
 	uint64_t unwind_ns;    /* time spent unwinding and naming */
 	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
 	uint64_t stack_used;   /* most bytes above sp a complete unwind read (--native-stack) */
+	uint64_t peak_bytes;   /* most bytes the open processes held at once */
+	uint64_t budget;       /* the bound on them (native__new) */
+	uint64_t evicted;      /* processes closed for the budget or the process count */
 };
 
 struct native;
 
-struct native *native__new(void);
+/* The binaries and names of the processes unwound are kept until they hold more than
+ * `budget` bytes (the one being unwound is kept whatever its size). */
+#define NATIVE_BUDGET (256ull << 20)
+struct native *native__new(uint64_t budget);
 void native__free(struct native *n);
 /* The native stack of sample `h` from `rec`, the PW_REC_USTACK record paired with it
  * (user/xstack.h: `rec->len` payload bytes follow it). */
