@@ -441,8 +441,11 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 
 	s->sample.hdr.kind = PW_REC_SAMPLE;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
-	/* --native (the sampler's samples): the stack record goes first, or neither does */
-	if (native_stack && probe == 0) {
+	/* --native: the stack record goes first, or neither does. Every program that gets
+	 * here runs in the context of the thread it walks (a sampled thread, a probe's hit, a
+	 * thread switching out or back from a wait), so the task's user registers are that
+	 * thread's: where it was interrupted, or where it resumes after the kernel. */
+	if (native_stack) {
 		__u32 cpu = bpf_get_smp_processor_id();
 		struct pw_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
 		__u32 ulen = u ? ustack_fill(u, tid, s->sample.hdr.time_ns) : 0;

@@ -20,6 +20,9 @@ enum {
 	OPT_MAX_PROCESSES,
 	OPT_SYMBOL_CACHE,
 	OPT_KERNEL,
+	OPT_NATIVE,
+	OPT_NATIVE_STACK,
+	OPT_NATIVE_CACHE,
 	OPT_MODE = CLI_OPT_MODE,
 	OPT_MIN_BLOCK = CLI_OPT_MIN_BLOCK,
 };
@@ -37,6 +40,11 @@ static const struct option sampling_options[] = {
 	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
+};
+static const struct option native_options[] = {
+	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
+	{ "native-cache", required_argument, NULL, OPT_NATIVE_CACHE },
 };
 static const struct option duration_options[] = {
 	{ "duration", required_argument, NULL, 'd' },
@@ -95,6 +103,19 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"                         samples of threads holding the GIL\n"
 			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
 			"                         (default 0; e.g. 1ms, 500us)\n");
+	if ((groups & CLI_SAMPLING) && (groups & CLI_NATIVE))
+		fprintf(f,
+			"      --native           native (C) frames between the Python frames: each\n"
+			"                         eval-loop activation is replaced by the Python\n"
+			"                         frames it ran ('name [native]', 'lib+0xOFF\n"
+			"                         [native]' without a symbol)\n"
+			"      --native-stack SIZE\n"
+			"                         bytes of each stack's user stack --native copies\n"
+			"                         and unwinds: 4K-64K, a power of two (default 16K)\n"
+			"      --native-cache SIZE\n"
+			"                         memory for the binaries --native keeps open: past\n"
+			"                         it, the least recently sampled process's are closed\n"
+			"                         (1M-64G, default 256M)\n");
 	if (groups & CLI_DURATION)
 		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
 			   "                         until Ctrl-C or the targets exit)\n");
@@ -206,6 +227,30 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 		case OPT_KERNEL:
 			s->kernel = true;
 			return 0;
+		}
+	}
+	if (s && (spec->groups & CLI_SAMPLING) && (spec->groups & CLI_NATIVE)) {
+		uint64_t bytes;
+
+		switch (c) {
+		case OPT_NATIVE:
+			s->native = true;
+			return 0;
+		case OPT_NATIVE_STACK:
+			if (parse_size(arg, PW_USTACK_PAGE, PW_USTACK_MAX, &bytes) ||
+			    (bytes & (bytes - 1)))
+				return cli_usage_error(cmd, "invalid --native-stack '%s' (4K-64K, a "
+							    "power of two)", arg);
+			s->native_stack = (uint32_t)bytes;
+			return 0;
+		case OPT_NATIVE_CACHE:
+			if (parse_size(arg, 1ull << 20, 64ull << 30, &s->native_cache))
+				return cli_usage_error(cmd, "invalid --native-cache '%s' (1M-64G)", arg);
+			return 0;
+		}
+	}
+	if (s && (spec->groups & CLI_SAMPLING)) {
+		switch (c) {
 		case OPT_MODE:
 			if (!strcmp(arg, "cpu") || !strcmp(arg, "on-cpu"))
 				s->mode = CLI_MODE_CPU;
@@ -261,7 +306,7 @@ static void append(struct option *all, size_t *n, const struct option *opts, siz
 }
 
 /* Conflicts between options, and what a group needs. Returns -1 or an exit code. */
-static int check(const struct cli_spec *spec, const struct cli_sampling *s,
+static int check(const struct cli_spec *spec, struct cli_sampling *s,
 		 const struct cli_output *o)
 {
 	const char *cmd = spec->name;
@@ -282,6 +327,12 @@ static int check(const struct cli_spec *spec, const struct cli_sampling *s,
 		if (s->subprocesses && s->all)
 			return cli_usage_error(cmd, "%s",
 					       "--subprocesses needs -p PID or a command, not --all");
+		if (s->native_stack && !s->native)
+			return cli_usage_error(cmd, "%s", "--native-stack needs --native");
+		if (s->native_cache && !s->native)
+			return cli_usage_error(cmd, "%s", "--native-cache needs --native");
+		if (s->native && !s->native_stack)
+			s->native_stack = PW_USTACK_DEFAULT;
 	}
 	/* a name pywalk does not know is a mistake to say, not a reason to write folded */
 	if (o && (o->format ? !out_by_name(o->format) :
@@ -310,6 +361,8 @@ static void build_options(const struct cli_spec *spec, struct option *all, char 
 		append(all, &n, sampling_options, ARRAY_SIZE(sampling_options));
 		strcat(shortopts, "p:F:r:e:");
 	}
+	if ((spec->groups & CLI_SAMPLING) && (spec->groups & CLI_NATIVE))
+		append(all, &n, native_options, ARRAY_SIZE(native_options));
 	if (spec->groups & CLI_DURATION) {
 		append(all, &n, duration_options, ARRAY_SIZE(duration_options));
 		strcat(shortopts, "d:");

@@ -39,6 +39,11 @@ struct cli_sampling {
 	enum cli_mode mode;
 	uint64_t min_block_ns; /* off-cpu/wall: shorter times off CPU are not counted */
 	bool kernel;	       /* --kernel: each stack ends in the kernel frames below it */
+	bool native;	       /* --native (CLI_NATIVE): native frames between the Python ones */
+	/* with --native: bytes of user stack each stack copies and unwinds (--native-stack,
+	 * else PW_USTACK_DEFAULT); 0 without */
+	uint32_t native_stack;
+	uint64_t native_cache; /* --native-cache: bytes of binaries kept open (0: the default) */
 };
 
 /* Where the profile goes: -o, -f */
@@ -58,6 +63,9 @@ enum {
 	 * command without it (trace: each probe has its own rate) gets these options in its
 	 * own handler, to refuse them with what to use instead */
 	CLI_RATE = 1 << 5,
+	/* with CLI_SAMPLING: --native, --native-stack, --native-cache (native frames merged
+	 * between the Python ones) */
+	CLI_NATIVE = 1 << 6,
 };
 
 /* What a command without CLI_RATE gets in its handler for --mode and --min-block (and

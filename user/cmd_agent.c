@@ -72,7 +72,7 @@ static void agent_help(FILE *f)
 		"pid, host, container_id, python_version per process) handed to every sink.\n"
 		"A sink that is down or slow stalls neither sampling nor another sink: profiles\n"
 		"queue in bounded memory and are retried with backoff; the oldest go when full.\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_RATE, AGENT_DEFAULT_HZ);
+	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_NATIVE, AGENT_DEFAULT_HZ);
 	fprintf(f,
 		"Windows and sinks:\n"
 		"      --interval TIME    window length (default 15s; 1s-1h)\n"
@@ -398,7 +398,7 @@ int cmd_agent(int argc, char **argv)
 {
 	struct agent_state st = { .argc = argc, .argv = argv };
 	struct cli_spec spec = { .name = "agent",
-				 .groups = CLI_SAMPLING | CLI_RATE,
+				 .groups = CLI_SAMPLING | CLI_RATE | CLI_NATIVE,
 				 .default_hz = AGENT_DEFAULT_HZ,
 				 .default_all = true,
 				 .options = agent_options,

@@ -14,21 +14,17 @@
 #include "cli.h"
 #include "cmd.h"
 #include "engine.h"
-#include "native.h"
 #include "log.h"
 #include "out.h"
 #include "outfile.h"
 #include "progress.h"
 #include "util.h"
 
-enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS, OPT_NATIVE, OPT_NATIVE_STACK,
-       OPT_NATIVE_CACHE };
+enum { OPT_THREADS = 0x2000, OPT_FUNCTION, OPT_GIL_STATS };
 
 /* record's own options */
 struct record_opts {
-	bool threads, function, gil_stats, native;
-	uint32_t native_stack; /* --native-stack, bytes (0: not given) */
-	uint64_t native_cache; /* --native-cache, bytes (0: not given) */
+	bool threads, function, gil_stats;
 };
 
 static void record_help(FILE *f)
@@ -42,7 +38,7 @@ static void record_help(FILE *f)
 		"complete are counted; every sample is accounted for in a summary on stderr.\n"
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_DURATION | CLI_OUTPUT, 0);
+	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_NATIVE | CLI_DURATION | CLI_OUTPUT, 0);
 	fprintf(f, "      --threads          add a root frame per thread: 'NAME (TID)', its Python\n"
 		   "                         name (threading's), else its OS name\n"
 		   "      --function         a frame per function, not per line: the calls of a\n"
@@ -51,18 +47,7 @@ static void record_help(FILE *f)
 		   "      --gil-stats        at the end, per thread: the share of its samples\n"
 		   "                         holding the GIL, on CPU without it (waiting for\n"
 		   "                         it, or in C code that released it) and, with\n"
-		   "                         --mode wall, off CPU\n"
-		   "      --native           native (C) frames between the Python frames: each\n"
-		   "                         eval-loop activation is replaced by the Python\n"
-		   "                         frames it ran ('name [native]', 'lib+0xOFF\n"
-		   "                         [native]' without a symbol); --mode cpu or gil\n"
-		   "      --native-stack SIZE\n"
-		   "                         bytes of each sample's user stack --native copies\n"
-		   "                         and unwinds: 4K-64K, a power of two (default 16K)\n"
-		   "      --native-cache SIZE\n"
-		   "                         memory for the binaries --native keeps open: past\n"
-		   "                         it, the least recently sampled process's are closed\n"
-		   "                         (1M-64G, default 256M)\n");
+		   "                         --mode wall, off CPU\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -96,24 +81,8 @@ static int handle_option(void *ctx, int opt, const char *arg)
 {
 	struct record_opts *ro = ctx;
 
-	if (opt == OPT_NATIVE_STACK) {
-		uint64_t bytes;
-
-		if (parse_size(arg, PW_USTACK_PAGE, PW_USTACK_MAX, &bytes) || (bytes & (bytes - 1)))
-			return cli_usage_error("record",
-					       "invalid --native-stack '%s' (4K-64K, a power of two)",
-					       arg);
-		ro->native_stack = (uint32_t)bytes;
-		return 0;
-	}
-	if (opt == OPT_NATIVE_CACHE) {
-		if (parse_size(arg, 1ull << 20, 64ull << 30, &ro->native_cache))
-			return cli_usage_error("record", "invalid --native-cache '%s' (1M-64G)", arg);
-		return 0;
-	}
-	if (opt == OPT_NATIVE)
-		ro->native = true;
-	else if (opt == OPT_THREADS)
+	(void)arg; /* its options are flags */
+	if (opt == OPT_THREADS)
 		ro->threads = true;
 	else if (opt == OPT_FUNCTION)
 		ro->function = true;
@@ -271,15 +240,12 @@ int cmd_record(int argc, char **argv)
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "function", no_argument, NULL, OPT_FUNCTION },
 		{ "gil-stats", no_argument, NULL, OPT_GIL_STATS },
-		{ "native", no_argument, NULL, OPT_NATIVE },
-		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
-		{ "native-cache", required_argument, NULL, OPT_NATIVE_CACHE },
 		{ 0 },
 	};
 	struct record_opts ro = { 0 };
 	struct cli_spec spec = { .name = "record",
-				 .groups = CLI_SAMPLING | CLI_RATE | CLI_DURATION | CLI_COMMAND |
-					   CLI_OUTPUT | CLI_QUIET,
+				 .groups = CLI_SAMPLING | CLI_RATE | CLI_NATIVE | CLI_DURATION |
+					   CLI_COMMAND | CLI_OUTPUT | CLI_QUIET,
 				 .options = options,
 				 .handle = handle_option,
 				 .help = record_help,
@@ -307,19 +273,10 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "%s",
 				       "--gil-stats counts on-CPU samples: give --mode cpu, wall or "
 				       "gil, not off-cpu");
-	if (ro.native_stack && !ro.native)
-		return cli_usage_error("record", "%s", "--native-stack needs --native");
-	if (ro.native_cache && !ro.native)
-		return cli_usage_error("record", "%s", "--native-cache needs --native");
-	if (ro.native && (s.mode == CLI_MODE_OFFCPU || s.mode == CLI_MODE_WALL))
-		return cli_usage_error("record", "%s",
-				       "--native unwinds on-CPU samples: give --mode cpu or gil");
 
 	e = engine__new(&(struct engine_opts){
 		.sampling = &s,
 		.gil_stats = ro.gil_stats,
-		.native_stack = !ro.native ? 0 : ro.native_stack ? ro.native_stack : PW_USTACK_DEFAULT,
-		.native_cache = ro.native_cache ? ro.native_cache : NATIVE_BUDGET,
 		.profile = { .by_thread = ro.threads,
 			     .by_function = ro.function,
 			     .timeline = writer->timeline,

@@ -51,7 +51,7 @@ static void trace_help(FILE *f)
 		"                               every Nth event (default 1; clocks 99hz)\n"
 		"  hardware:EVENT[:N|:FREQhz]   perf hardware event (cycles, ...; default\n"
 		"                               every 1000000th)\n\n");
-	cli_help_groups(f, CLI_SAMPLING | CLI_DURATION | CLI_OUTPUT, 0);
+	cli_help_groups(f, CLI_SAMPLING | CLI_NATIVE | CLI_DURATION | CLI_OUTPUT, 0);
 	fprintf(f,
 		"      --latency          weigh each stack by the nanoseconds spent inside the\n"
 		"                         call (uprobe: to its return; syscalls:sys_enter_X to\n"
@@ -66,7 +66,7 @@ static void trace_help(FILE *f)
 		"      --aggregate        count each stack's hits in the kernel: only the first\n"
 		"                         hit of a stack per thread and second is shipped (for\n"
 		"                         probes that fire a million times a second); counts\n"
-		"                         stay exact. Not with --print\n"
+		"                         stay exact. Not with --print, --kernel or --native\n"
 		"      --aggregate-entries N\n"
 		"                         distinct (stack, thread, probe) the kernel holds\n"
 		"                         between drains, 1-1048576 (default %d); hits beyond\n"
@@ -277,6 +277,10 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 		return cli_usage_error("trace", "%s",
 				       "--kernel cannot go with --aggregate: the kernel counts stacks "
 				       "of Python frames only");
+	if (t->aggregate && s->native)
+		return cli_usage_error("trace", "%s",
+				       "--native cannot go with --aggregate: the kernel counts stacks "
+				       "of Python frames only, and a native stack is unwound per hit");
 	if (t->latency) {
 		if (probe_set_check_latency(&t->set, why, sizeof(why)))
 			return cli_usage_error("trace", "%s", why);
@@ -381,8 +385,8 @@ int cmd_trace(int argc, char **argv)
 	};
 	struct trace_opts t = { 0 };
 	struct cli_spec spec = { .name = "trace",
-				 .groups = CLI_SAMPLING | CLI_DURATION | CLI_COMMAND | CLI_OUTPUT |
-					   CLI_QUIET,
+				 .groups = CLI_SAMPLING | CLI_NATIVE | CLI_DURATION | CLI_COMMAND |
+					   CLI_OUTPUT | CLI_QUIET,
 				 .options = options,
 				 .shortopts = "l:",
 				 .handle = handle_option,

@@ -479,8 +479,8 @@ struct engine *engine__new(const struct engine_opts *opts)
 						     PROFILE_VALUE_SAMPLES;
 	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
-	if (opts->native_stack) {
-		e->native = native__new(opts->native_cache ? opts->native_cache : NATIVE_BUDGET);
+	if (e->s.native_stack) {
+		e->native = native__new(e->s.native_cache ? e->s.native_cache : NATIVE_BUDGET);
 		e->nstack = malloc(sizeof(*e->nstack));
 		if (!e->native || !e->nstack) {
 			pw_err("out of memory\n");
@@ -497,13 +497,13 @@ struct engine *engine__new(const struct engine_opts *opts)
 	if (opts->gil_stats)
 		e->gil = gilstats__new();
 	/* (trace refuses --kernel with --aggregate: the kernel's counts hold no kernel stack) */
-	if (e->s.kernel || opts->native_stack)
+	if (e->s.kernel || e->s.native_stack)
 		e->xs = xstack__new();
 	e->prof = profile__new(&popts);
 	if (!e->cache || !e->prof ||
 	    ((e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL) && !e->off) ||
 	    (opts->aggregate && !e->kagg) || (opts->gil_stats && !e->gil) ||
-	    ((e->s.kernel || opts->native_stack) && !e->xs)) {
+	    ((e->s.kernel || e->s.native_stack) && !e->xs)) {
 		pw_err("out of memory\n");
 		goto fail;
 	}
@@ -689,7 +689,7 @@ int engine__start(struct engine *e)
 						    .gil = e->s.mode == CLI_MODE_GIL ||
 							   e->opts.gil_stats,
 						    .aggregate_entries = e->opts.aggregate_entries,
-						    .native_stack = e->opts.native_stack,
+						    .native_stack = e->s.native_stack,
 						    .task_pids = scope,
 						    .ntask_pids = nscope,
 						    .ring_bytes = ring_bytes(e),
@@ -1177,7 +1177,7 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 	print_names(profile__names(e->prof));
 	if (e->xs) {
 		const struct xstack_stats *xs = xstack__stats(e->xs);
-		bool both = e->s.kernel && e->opts.native_stack;
+		bool both = e->s.kernel && e->s.native_stack;
 
 		/* (samples without theirs are in the drops above, under their own reason) */
 		log_printf(LOG_INFO, "pywalk: %s: %llu stacks shipped with their %s; %llu %s "

@@ -34,8 +34,6 @@ struct engine_opts {
 	uint32_t aggregate_entries; /* keys the kernel holds between drains (0: default) */
 	bool print_args; /* trace --print: samples carry the probe's arguments */
 	bool gil_stats; /* count every thread's samples by whether it held the GIL */
-	uint32_t native_stack; /* --native: bytes of user stack per sample (0: no native frames) */
-	uint64_t native_cache; /* --native: bytes of binaries kept open (0: NATIVE_BUDGET) */
 	int (*attach)(void *ctx, struct loader *ld);
 	void *attach_ctx;
 };
