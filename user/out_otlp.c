@@ -17,7 +17,13 @@
  * "none"), and holds no duplicates: a stack two threads share is one Stack, a thread's id
  * and its name are one attribute each. One Sample per (thread, stack), its one value the
  * CPU time it stands for. Python frames have neither an address nor a mapping: a Location
- * is one Line, the function and the line being executed in it.
+ * is one Line, the function and the line being executed in it. Machine code (--native,
+ * --kernel) is what the format has Mappings for: its Location has the address it ran at
+ * and the Mapping of the file it lies in (the range, the file offset, the path as the
+ * target sees it, the GNU build-id as an attribute), and one Line naming its function,
+ * whose system name is the symbol itself. Every Location says its frame's type
+ * (profile.frame.type: cpython, native or kernel), as the OpenTelemetry eBPF profiler
+ * marks its frames; pywalk's labels ("[off-cpu: ...]") have none.
  *
  * Strings are escaped to valid UTF-8 (U+0000 as U+FFFD): proto3 string fields must be, and
  * a Go receiver rejects the whole request otherwise. Attribute values use AnyValue's
@@ -32,6 +38,7 @@
 #include <sys/random.h>
 
 #include "cmd.h"
+#include "frame.h"
 #include "intern.h"
 #include "out.h"
 #include "pbenc.h"
@@ -77,7 +84,15 @@ enum {
 	DICT_STRING_TABLE = 5,
 	DICT_ATTRIBUTE_TABLE = 6,
 	DICT_STACK_TABLE = 7,
+	MAPPING_MEMORY_START = 1,
+	MAPPING_MEMORY_LIMIT = 2,
+	MAPPING_FILE_OFFSET = 3,
+	MAPPING_FILENAME_STRINDEX = 4,
+	MAPPING_ATTRIBUTE_INDICES = 5,
+	LOCATION_MAPPING_INDEX = 1,
+	LOCATION_ADDRESS = 2,
 	LOCATION_LINES = 3,
+	LOCATION_ATTRIBUTE_INDICES = 4,
 	LINE_FUNCTION_INDEX = 1,
 	LINE_LINE = 2,
 	FUNCTION_NAME = 1,
@@ -116,11 +131,12 @@ struct otlp {
 	struct strtab *values; /* attribute string values, to deduplicate attributes */
 	uint32_t *loc_of;      /* agg frame id -> location index, 0: none yet */
 	uint32_t *fn_of;       /* function id -> function index, 0: none yet */
-	size_t nfuncs;
-	uint32_t nlocs, nfns;  /* entries written, the zero entry included */
+	uint32_t *map_of;      /* symtab mapping id -> mapping index, 0: none yet */
+	size_t nfuncs, nmapids;
+	uint32_t nlocs, nfns, nmaps; /* entries written, the zero entry included */
 	struct intern stacks;  /* stack_table past its zero entry */
 	struct intern attrs;   /* attribute_table past its zero entry */
-	struct strbuf locs, fns, stks, atts; /* the tables' entries, encoded */
+	struct strbuf maps, locs, fns, stks, atts; /* the tables' entries, encoded */
 	struct strbuf samples; /* Profile.samples, encoded */
 	struct strbuf msg;     /* scratch: one nested message */
 	struct strbuf sub;     /* scratch: a message nested in msg */
@@ -281,7 +297,8 @@ static int64_t function_index(struct otlp *ot, uint32_t func)
 		return -E2BIG; /* sized from the frames: cannot happen */
 	n = str_id(ot, name);
 	f = str_id(ot, file);
-	sys = system_name(ot, file, name);
+	/* machine code's system name is its symbol, as in the pprof writer */
+	sys = frame_kind_is_machine(symtab__func_kind(st, func)) ? n : system_name(ot, file, name);
 	if (n < 0 || f < 0 || sys < 0)
 		return n < 0 ? n : f < 0 ? f : sys;
 	first = symtab__func_firstline(st, func);
@@ -296,25 +313,78 @@ static int64_t function_index(struct otlp *ot, uint32_t func)
 	return ot->nfns++;
 }
 
+static int64_t attr_index(struct otlp *ot, const char *key, const char *str, int64_t num);
+
+/* Mapping index of symtab mapping `id`, written into mapping_table on first use: its build-id
+ * is the semantic conventions' process.executable.build_id.gnu, lowercase hex. */
+static int64_t mapping_index(struct otlp *ot, uint32_t id)
+{
+	const struct symtab_mapping *m = symtab__mapping_at(profile__symtab(ot->p), id);
+	char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
+	int64_t file, bid = 0;
+
+	if (!m || id >= ot->nmapids)
+		return -EINVAL; /* interned by the profile with the frame: cannot happen */
+	if (ot->map_of[id])
+		return ot->map_of[id];
+	if (ot->nmaps >= MAX_INDEX)
+		return -E2BIG;
+	for (size_t i = 0; i < m->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	hex[2 * m->build_id_len] = 0;
+	file = str_id(ot, m->path);
+	if (file >= 0 && m->build_id_len)
+		bid = attr_index(ot, "process.executable.build_id.gnu", hex, 0);
+	if (file < 0 || bid < 0)
+		return file < 0 ? file : bid;
+	strbuf_reset(&ot->msg);
+	if (pb_uint(&ot->msg, MAPPING_MEMORY_START, m->start) ||
+	    pb_uint(&ot->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
+	    pb_uint(&ot->msg, MAPPING_FILE_OFFSET, m->offset) ||
+	    pb_uint(&ot->msg, MAPPING_FILENAME_STRINDEX, (uint64_t)file) ||
+	    (bid && pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid },
+			      1)) ||
+	    put_msg(&ot->maps, DICT_MAPPING_TABLE, &ot->msg))
+		return -ENOMEM;
+	ot->map_of[id] = ot->nmaps;
+	return ot->nmaps++;
+}
+
+/* profile.frame.type of a frame of this kind (NULL: pywalk's own labels have none). */
+static const char *frame_type(enum frame_kind k)
+{
+	return k == FRAME_PYTHON ? "cpython" : k == FRAME_NATIVE ? "native" :
+	       k == FRAME_KERNEL ? "kernel" : NULL;
+}
+
 /* Location index of agg frame `id`, written into location_table on first use. */
 static int64_t location_index(struct otlp *ot, uint32_t id)
 {
 	const struct agg_frame *fr = agg__frame(profile__agg(ot->p), id);
-	int64_t fn;
+	const char *type = frame_type(symtab__func_kind(profile__symtab(ot->p), fr->func));
+	int64_t fn, map = 0, attr = 0;
 
 	if (ot->loc_of[id])
 		return ot->loc_of[id];
 	if (ot->nlocs >= MAX_INDEX)
 		return -E2BIG;
 	fn = function_index(ot, fr->func);
-	if (fn < 0)
-		return fn;
+	if (fn >= 0 && fr->map)
+		map = mapping_index(ot, fr->map);
+	if (fn >= 0 && map >= 0 && type)
+		attr = attr_index(ot, "profile.frame.type", type, 0);
+	if (fn < 0 || map < 0 || attr < 0)
+		return fn < 0 ? fn : map < 0 ? map : attr;
 	strbuf_reset(&ot->sub);
 	strbuf_reset(&ot->msg);
 	/* a negative line is garbage from the line table: leave it unset (0) */
-	if (pb_uint(&ot->sub, LINE_FUNCTION_INDEX, (uint64_t)fn) ||
+	if ((map && pb_uint(&ot->msg, LOCATION_MAPPING_INDEX, (uint64_t)map)) ||
+	    (fr->addr && pb_uint(&ot->msg, LOCATION_ADDRESS, fr->addr)) ||
+	    pb_uint(&ot->sub, LINE_FUNCTION_INDEX, (uint64_t)fn) ||
 	    pb_uint(&ot->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
 	    put_msg(&ot->msg, LOCATION_LINES, &ot->sub) ||
+	    (attr && pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES,
+			       (uint64_t[]){ (uint64_t)attr }, 1)) ||
 	    put_msg(&ot->locs, DICT_LOCATION_TABLE, &ot->msg))
 		return -ENOMEM;
 	ot->loc_of[id] = ot->nlocs;
@@ -475,6 +545,8 @@ static int put_dictionary(struct otlp *ot, struct strbuf *to)
 
 	err = pb_bytes(&d, DICT_MAPPING_TABLE, NULL, 0);
 	if (!err)
+		err = put_raw(&d, &ot->maps);
+	if (!err)
 		err = pb_bytes(&d, DICT_LOCATION_TABLE, NULL, 0);
 	if (!err)
 		err = put_raw(&d, &ot->locs);
@@ -542,7 +614,7 @@ int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void
 	struct otlp ot = { .p = p, .o = o,
 			   .stacks = INTERN_INIT(struct stack_key, stack_eq),
 			   .attrs = INTERN_INIT(struct attr_key, attr_eq),
-			   .nlocs = 1, .nfns = 1 };
+			   .nlocs = 1, .nfns = 1, .nmaps = 1 };
 	struct strbuf req = { 0 };
 	size_t maxdepth = 1, nframes = agg__nframes(agg), i;
 	int err = 0;
@@ -557,12 +629,14 @@ int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void
 	for (i = 0; i < nframes; i++)
 		if (agg__frame(agg, (uint32_t)i)->func >= ot.nfuncs)
 			ot.nfuncs = (size_t)agg__frame(agg, (uint32_t)i)->func + 1;
+	ot.nmapids = symtab__nmappings(profile__symtab(p));
 	ot.strs = strtab__new();
 	ot.values = strtab__new();
 	ot.ids = calloc(maxdepth, sizeof(*ot.ids));
 	ot.loc_of = calloc(nframes ? nframes : 1, sizeof(*ot.loc_of));
 	ot.fn_of = calloc(ot.nfuncs ? ot.nfuncs : 1, sizeof(*ot.fn_of));
-	if (!ot.strs || !ot.values || !ot.ids || !ot.loc_of || !ot.fn_of ||
+	ot.map_of = calloc(ot.nmapids ? ot.nmapids : 1, sizeof(*ot.map_of));
+	if (!ot.strs || !ot.values || !ot.ids || !ot.loc_of || !ot.fn_of || !ot.map_of ||
 	    strtab__intern(ot.strs, "") != 0)
 		err = -ENOMEM;
 	/* the dictionary goes last: the profile fills its tables */
@@ -577,6 +651,8 @@ int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void
 	free(ot.ids);
 	free(ot.loc_of);
 	free(ot.fn_of);
+	free(ot.map_of);
+	strbuf_free(&ot.maps);
 	strbuf_free(&ot.locs);
 	strbuf_free(&ot.fns);
 	strbuf_free(&ot.stks);
