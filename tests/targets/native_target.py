@@ -2,10 +2,12 @@
 """Workload for the --native tests: run -> nativeext.outer (ext_outer -> ext_middle ->
 ext_inner, busy) -> reenter (Python) -> nativeext.spin (ext_spin, busy), over and over.
 
-usage: native_target.py EXT_DIR SECONDS [--late] [--forge]
+usage: native_target.py EXT_DIR SECONDS [--late] [--forge] [--sleep]
 --late: the extension is imported (dlopen) only at SIGUSR1, after pure Python until then
 (warmup): the test sends it once recording has begun and unwound the first stacks.
 --forge: the chain goes through a fake eval-loop activation (a mismatch).
+--sleep: sleeper() -> nativeext.sleep (ext_sleep_outer -> ext_sleep_inner -> nanosleep),
+20 ms at a time, instead: a thread off CPU in a system call made from C.
 """
 import signal
 import sys
@@ -15,7 +17,9 @@ sys.path.insert(0, sys.argv[1])
 SECONDS = float(sys.argv[2])
 LATE = "--late" in sys.argv
 FORGE = "--forge" in sys.argv
+SLEEP = "--sleep" in sys.argv
 SLICE_S = 0.004
+SLEEP_S = 0.02
 
 if not LATE:
     import nativeext  # noqa: E402
@@ -29,6 +33,12 @@ def run():
     end = time.monotonic() + SECONDS
     while time.monotonic() < end:
         nativeext.outer(reenter, SLICE_S, FORGE)
+
+
+def sleeper():
+    end = time.monotonic() + SECONDS
+    while time.monotonic() < end:
+        nativeext.sleep(SLEEP_S)
 
 
 go = False
@@ -52,4 +62,7 @@ print("READY", flush=True)
 if LATE:
     warmup()
     import nativeext  # noqa: E402,F811
-run()
+if SLEEP:
+    sleeper()
+else:
+    run()

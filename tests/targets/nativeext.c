@@ -6,7 +6,9 @@
  * tail-called, so each has its own activation and a stripped copy has no name for any.
  * forge: ext_middle calls ext_inner through a static function named like the eval loop
  * that runs no Python frame: the native view then has one eval activation more than the
- * Python view has entry frames, a mismatch pywalk must count, not ship. */
+ * Python view has entry frames, a mismatch pywalk must count, not ship.
+ * nativeext.sleep(seconds) -> ext_sleep_outer -> ext_sleep_inner -> nanosleep: a thread
+ * blocked in a system call made from C (off-CPU, trace's syscall probes). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <time.h>
@@ -96,9 +98,36 @@ static PyObject *py_spin(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+static __attribute__((noinline)) void ext_sleep_inner(double seconds)
+{
+	struct timespec ts = { .tv_sec = (time_t)seconds,
+			       .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+	nanosleep(&ts, NULL);
+	sink++;
+}
+
+static __attribute__((noinline)) void ext_sleep_outer(double seconds)
+{
+	ext_sleep_inner(seconds);
+	sink++;
+}
+
+static PyObject *py_sleep(PyObject *self, PyObject *args)
+{
+	double seconds;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "d", &seconds))
+		return NULL;
+	ext_sleep_outer(seconds);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
 	{ "outer", py_outer, METH_VARARGS, "ext_outer -> ext_middle -> ext_inner -> cb()" },
 	{ "spin", py_spin, METH_VARARGS, "ext_spin: busy for the given seconds" },
+	{ "sleep", py_sleep, METH_VARARGS, "ext_sleep_outer -> ext_sleep_inner -> nanosleep" },
 	{ NULL, NULL, 0, NULL },
 };
 
