@@ -246,9 +246,30 @@ class Request:
         return (self.s(one(fn, "name_strindex", 0)), self.s(one(fn, "filename_strindex", 0)),
                 self.s(one(fn, "system_name_strindex", 0)), one(fn, "start_line", 0))
 
+    def attributes(self, msg):
+        """{key: value} of a message's attribute_indices."""
+        attrs = {}
+        for ai in many(msg, "attribute_indices"):
+            assert ai > 0, "attribute index 0"
+            kvu = self.table("attribute_table", ai)
+            key = self.s(one(kvu, "key_strindex", 0))
+            assert key not in attrs, "attribute %s twice" % key
+            attrs[key] = any_value(one(kvu, "value", {}))
+        return attrs
+
+    def mapping(self, i):
+        """Mapping i as {path, start, limit, offset, build_id (None: not given)}."""
+        assert i > 0, "mapping index 0"
+        m = self.table("mapping_table", i)
+        return {"path": self.s(one(m, "filename_strindex", 0)),
+                "start": one(m, "memory_start", 0), "limit": one(m, "memory_limit", 0),
+                "offset": one(m, "file_offset", 0),
+                "build_id": self.attributes(m).get("process.executable.build_id.gnu")}
+
     def samples(self):
-        """[(frames root first as (qualname, file, line, start line), {attr: value}, value,
-        identity)]."""
+        """[(frames root first, {attr: value}, value, identity)]: a Python frame as
+        (qualname, file, line, start line), machine code (native, kernel) as (name,
+        Mapping, address, frame type)."""
         out = []
         for smp in many(self.profile, "samples"):
             si = one(smp, "stack_index", 0)
@@ -256,19 +277,25 @@ class Request:
             frames = []
             for li in many(self.table("stack_table", si), "location_indices"):
                 assert li > 0, "location index 0 in a stack"
-                lines = many(self.table("location_table", li), "lines")
-                assert len(lines) == 1, "a Python frame is one line: %r" % lines
+                loc = self.table("location_table", li)
+                lines = many(loc, "lines")
+                assert len(lines) == 1, "a frame is one line: %r" % lines
                 name, path, sysname, start = self.function(one(lines[0], "function_index", 0))
+                ftype = self.attributes(loc).get("profile.frame.type")
+                if one(loc, "mapping_index", 0):
+                    # machine code: its symbol is its system name, its address is in its
+                    # Mapping
+                    assert ftype in ("native", "kernel") and sysname == name, (ftype, sysname)
+                    m = self.mapping(one(loc, "mapping_index"))
+                    addr = one(loc, "address", 0)
+                    assert m["start"] <= addr < m["limit"] or ftype == "kernel", (addr, m)
+                    frames.append((name, m, addr, ftype))
+                    continue
+                assert ftype == "cpython", "Python frame %s of type %r" % (name, ftype)
                 assert sysname == "%s:%s" % (path, name), sysname
                 frames.append((name, path, one(lines[0], "line", 0), start))
             frames.reverse()  # the wire is leaf first
-            attrs = {}
-            for ai in many(smp, "attribute_indices"):
-                assert ai > 0, "attribute index 0"
-                kvu = self.table("attribute_table", ai)
-                key = self.s(one(kvu, "key_strindex", 0))
-                assert key not in attrs, "attribute %s twice in a sample" % key
-                attrs[key] = any_value(one(kvu, "value", {}))
+            attrs = self.attributes(smp)
             values = many(smp, "values")
             assert len(values) == 1, "values %r" % values
             ident = (si, tuple(sorted(many(smp, "attribute_indices"))))

@@ -33,7 +33,8 @@ MATCH_MIN = 0.95
 # the two stacks the main thread has while it is busy, as projected by _project
 IN_INNER = ["<module>", "run", "py_outer", "ext_outer", "ext_middle", "ext_inner", "burn"]
 IN_SPIN = IN_INNER[:-1] + ["reenter", "py_spin", "ext_spin", "burn"]
-EXT_FUNCS = ("py_outer", "ext_outer", "ext_middle", "ext_inner", "py_spin", "ext_spin", "burn")
+EXT_FUNCS = ("py_outer", "ext_outer", "ext_middle", "ext_inner", "py_spin", "ext_spin", "burn",
+             "py_sleep", "ext_sleep_outer", "ext_sleep_inner")
 NATIVE_RE = re.compile(r"^(?P<name>.+) \[native\]$")
 LIB_RE = re.compile(r"^(?P<lib>[^ ]+)\+0x(?P<off>[0-9a-f]+)$")
 MISMATCH_TEXT = re.compile(r"(\d+) whose native eval-loop activations and Python entry frames "
