@@ -227,3 +227,20 @@ def test_agent_native_frames_reach_otlp_and_pprof(pywalk, interp, named, ext, tm
     assert files, "nothing exported\n" + describe
     _check_pprof(e2e.go_pprof(tmp_path, "-raw", files[0]), ext_path, host_so, describe)
     e2e.check_summary(stderr)
+
+
+@pytest.mark.parametrize("args, line", [
+    (["trace", "--native", "--aggregate", P_SLEEP],
+     "pywalk: --native cannot go with --aggregate: the kernel counts stacks of Python frames "
+     "only, and a native stack is unwound per hit"),
+    (["trace", "--native-stack", "8K", P_SLEEP], "pywalk: --native-stack needs --native"),
+    (["agent", "--native-stack", "8K", "--export-dir", "/nonexistent"],
+     "pywalk: --native-stack needs --native"),
+    (["record", "--native", "--native-stack", "12K"],
+     "pywalk: invalid --native-stack '12K' (4K-64K, a power of two)"),
+], ids=["trace-aggregate", "trace-stack-alone", "agent-stack-alone", "record-bad-size"])
+def test_native_usage_errors(pywalk, args, line):
+    """One line that says what is wrong, exit 2, before any process is looked at."""
+    r = e2e.run_pywalk(args + ["-p", os.getpid()])
+    assert r.returncode == 2, r
+    assert r.stderr.splitlines()[0] == line, r.stderr
