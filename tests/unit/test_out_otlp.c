@@ -350,6 +350,23 @@ static void function_text(struct req *r, struct tables *t, uint64_t fi, int64_t 
 		 (unsigned long long)uint_of(&fn, 4));
 }
 
+/* The Location's one attribute is profile.frame.type = `want`. */
+static void frame_type_is(struct req *r, struct tables *t, const struct pbm *loc,
+			  const char *want)
+{
+	uint64_t ai[2];
+	struct pbm kvu, v;
+	char buf[64];
+
+	assert_int_equal(packed(loc, 4, ai, 2), 1);
+	assert_true(ai[0] > 0 && ai[0] < t->nattrs);
+	t->attr_used[ai[0]] = true;
+	kvu = sub(&r->dict, D_ATTRIBUTE, ai[0]);
+	assert_string_equal(S(r, uint_of(&kvu, 1)), "profile.frame.type");
+	v = sub(&kvu, 2, 0);
+	assert_string_equal(any_str(&v, buf, sizeof(buf)), want);
+}
+
 static void decode_sample(struct req *r, struct tables *t, size_t i, struct dsample *d)
 {
 	struct pbm s = sub(&r->profile, 2, i), st;
@@ -373,7 +390,10 @@ static void decode_sample(struct req *r, struct tables *t, size_t i, struct dsam
 		assert_true(locs[k] > 0 && locs[k] < t->nlocs);
 		t->loc_used[locs[k]] = true;
 		loc = sub(&r->dict, D_LOCATION, locs[k]);
-		assert_int_equal(loc.n, 1); /* lines only: no mapping, no address */
+		/* a Python frame: its line and its frame type, no mapping, no address */
+		assert_int_equal(loc.n, 2);
+		assert_int_equal(count(&loc, 3), 1);
+		frame_type_is(r, t, &loc, "cpython");
 		line = sub(&loc, 3, 0);
 		function_text(r, t, uint_of(&line, 1), (int64_t)uint_of(&line, 2),
 			      d->frames[nlocs - 1 - k], sizeof(d->frames[0]));
@@ -534,11 +554,11 @@ static void test_otlp_request_of_one_process(void **state)
 	assert_string_equal(find(s, n, 101, ab, 2)->thread_name, "?"); /* no such thread */
 	assert_string_equal(find(s, n, gettid(), ab, 2)->thread_name, me);
 	/* main>work of two threads is one Stack; a, b and main alone: 2 Locations, 2
-	 * Functions; thread.id x2, thread.name x2 */
+	 * Functions; thread.id x2, thread.name x2, profile.frame.type cpython */
 	assert_int_equal(count(&r.dict, D_STACK), 1 + 2);
 	assert_int_equal(count(&r.dict, D_LOCATION), 1 + 2);
 	assert_int_equal(count(&r.dict, D_FUNCTION), 1 + 2);
-	assert_int_equal(count(&r.dict, D_ATTRIBUTE), 1 + 4);
+	assert_int_equal(count(&r.dict, D_ATTRIBUTE), 1 + 5);
 	for (size_t i = 0; i < r.nstrings; i++) /* every string is referred to */
 		assert_true(r.str_used[i]);
 	req_free(&r);
