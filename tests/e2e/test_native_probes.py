@@ -236,9 +236,11 @@ def test_agent_native_frames_reach_otlp_and_pprof(pywalk, interp, named, ext, tm
     (["trace", "--native-stack", "8K", P_SLEEP], "pywalk: --native-stack needs --native"),
     (["agent", "--native-stack", "8K", "--export-dir", "/nonexistent"],
      "pywalk: --native-stack needs --native"),
+    (["trace", "--native-cache", "8M", P_SLEEP], "pywalk: --native-cache needs --native"),
     (["record", "--native", "--native-stack", "12K"],
      "pywalk: invalid --native-stack '12K' (4K-64K, a power of two)"),
-], ids=["trace-aggregate", "trace-stack-alone", "agent-stack-alone", "record-bad-size"])
+], ids=["trace-aggregate", "trace-stack-alone", "agent-stack-alone", "trace-cache-alone",
+        "record-bad-size"])
 def test_native_usage_errors(pywalk, args, line):
     """One line that says what is wrong, exit 2, before any process is looked at."""
     r = e2e.run_pywalk(args + ["-p", os.getpid()])
