@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 10
+#define PW_ABI_VERSION 11
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -478,21 +478,34 @@ enum pw_ureg {
  * saying where the popped registers were saved, there: without them the unwind stops. */
 #define PW_USTACK_REDZONE 128
 
+/* Entry frames whose addresses one record carries: more eval-loop activations than this
+ * in one stack cannot be matched (userspace counts the sample as native_deep). */
+#define PW_USTACK_SHIMS 64
+
 /* The extra-stack header (kind, the sample's tid and time_ns that pair the two, the
- * payload's length: the registers, size, flags and the stack bytes), then the payload. */
+ * payload's length: the registers, size, flags, the entry frames and the stack bytes),
+ * then the payload. */
 struct pw_ustack {
 	struct pw_stack_hdr hdr; /* kind PW_REC_USTACK */
 	__u64 regs[PW_UREG__COUNT];
-	__u32 size;	/* stack bytes after `flags`: from regs[PW_UREG_SP] up, after the red
+	__u32 size;	/* stack bytes after `shim`: from regs[PW_UREG_SP] up, after the red
 			 * zone below it with PW_USF_REDZONE */
 	__u32 flags;	/* PW_USF_* */
+	/* 3.12+ (PW_USF_SHIMS): the target addresses of the entry frames (owner
+	 * pw_proc.shim_owner) the Python walk passed, leaf first. Each eval-loop activation
+	 * keeps its own on the C stack, so each lies in the native frame of the activation
+	 * that pushed it. nshims counts them all; the first PW_USTACK_SHIMS are here. */
+	__u32 nshims;
+	__u32 pad;
+	__u64 shim[PW_USTACK_SHIMS];
 	__u8 data[PW_USTACK_REDZONE + PW_USTACK_MAX];
 };
 #define PW_USTACK_DATA_OFF __builtin_offsetof(struct pw_ustack, data)
-_Static_assert(PW_USTACK_DATA_OFF == 96, "pw_ustack is ABI");
+_Static_assert(PW_USTACK_DATA_OFF == 104 + 8 * PW_USTACK_SHIMS, "pw_ustack is ABI");
 #define PW_USTACK_LEN_BASE (PW_USTACK_DATA_OFF - sizeof(struct pw_stack_hdr))
 #define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
 #define PW_USF_REDZONE 2 /* data starts PW_USTACK_REDZONE bytes below regs[PW_UREG_SP] */
+#define PW_USF_SHIMS 4 /* the interpreter keeps entry frames on the C stack: shim is filled */
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {

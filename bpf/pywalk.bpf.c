@@ -182,6 +182,7 @@ struct walk_ctx {
 	const struct pw_proc *cfg;
 	struct scratch *s; /* frames go to its record (and, --aggregate, into its key's hash);
 			    * its walk memory is the window and the tags */
+	struct pw_ustack *u; /* --native: the entry frames passed go to its list */
 };
 
 /* One frame. A global function: the verifier checks it once, on its own, instead of once
@@ -196,8 +197,13 @@ __noinline int walk_frame(struct pw_walk *w, const struct pw_proc *cfg, struct p
 static long walk_cb(__u32 index __attribute__((unused)), void *data)
 {
 	struct walk_ctx *c = data;
+	__u64 at = c->w.frame;
 	int done = walk_frame(&c->w, c->cfg, &c->s->walk);
 	__u32 idx = c->w.nframes - 1;
+
+	/* a step that goes on without a frame to ship passed an entry frame */
+	if (native_stack && c->u && !done && !c->w.emit)
+		ustack_note_shim(c->u, at);
 
 	if (c->w.emit && idx < PW_MAX_FRAMES_CAP) {
 		c->s->sample.frames[idx] = c->w.cur;
@@ -408,6 +414,7 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 
 	wc.cfg = cfg;
 	wc.s = s;
+	wc.u = ustack_walk_begin(cfg);
 	s->agg_key.stack = agg_seed;
 	pw_walk_start(&wc.w, &s->walk, cfg, s->tstate, current, max_depth);
 	bpf_loop(pw_walk_bound(max_depth), walk_cb, &wc, 0);

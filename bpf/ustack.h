@@ -30,6 +30,38 @@ struct ustack_ctx {
 	__u32 base; /* where in data sp's byte goes: past the red zone, when it was read */
 };
 
+/* --native: this CPU's record, its entry-frame list emptied for the walk about to start
+ * (NULL without --native: then the walk costs nothing more). 3.12+ keep an entry frame on
+ * the C stack for each eval-loop activation; 3.10/3.11 have none (no PW_USF_SHIMS). */
+static __always_inline struct pw_ustack *ustack_walk_begin(const struct pw_proc *cfg)
+{
+	__u32 cpu;
+	struct pw_ustack *u;
+
+	if (!native_stack)
+		return NULL;
+	cpu = bpf_get_smp_processor_id();
+	u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
+	if (!u)
+		return NULL;
+	u->nshims = 0;
+	u->pad = 0;
+	u->flags = cfg->chain_kind == PW_CHAIN_SHIM || cfg->chain_kind == PW_CHAIN_BASE ?
+			   PW_USF_SHIMS :
+			   0;
+	return u;
+}
+
+/* The walk passed the entry frame at `addr`: counted, and kept while there is room. */
+static __always_inline void ustack_note_shim(struct pw_ustack *u, __u64 addr)
+{
+	__u32 i = u->nshims;
+
+	if (i < PW_USTACK_SHIMS)
+		u->shim[i] = addr;
+	u->nshims = i + 1;
+}
+
 /* One page-bounded piece: the first ends at sp's page boundary, the others are whole
  * pages, so the copy stops exactly where the stack's mapping ends (the main thread's
  * stack often has less than --native-stack above sp). */
@@ -66,7 +98,7 @@ __noinline __u32 ustack_fill(struct pw_ustack *u, __u32 tid, __u64 time_ns)
 	u->hdr.kind = PW_REC_USTACK;
 	u->hdr.tid = tid;
 	u->hdr.time_ns = time_ns;
-	u->flags = 0;
+	u->flags &= PW_USF_SHIMS; /* the walk's (ustack_walk_begin) */
 	u->hdr.pad = 0;
 #if defined(__TARGET_ARCH_x86)
 	u->regs[PW_UREG_IP] = BPF_CORE_READ(regs, ip);

@@ -14,6 +14,7 @@
 
 #include "demangle.h"
 #include "log.h"
+#include "native_merge.h"
 #include "proc.h"
 #include "strtab.h"
 #include "symindex.h"
@@ -58,6 +59,7 @@ struct nproc {
 	const uint8_t *stack;
 	pid_t tid;
 	uint64_t pcs[NATIVE_MAX_FRAMES];
+	uint64_t sps[NATIVE_MAX_FRAMES]; /* each frame's stack pointer, 0 when unknown */
 	bool act[NATIVE_MAX_FRAMES];
 	uint32_t npcs;
 	uint64_t used; /* bytes of the stack copy this unwind read */
@@ -68,6 +70,9 @@ struct native {
 	struct nproc procs[MAX_PROCS];
 	uint64_t bytes; /* the processes' charges, summed */
 	struct native_stats stats;
+	/* the sample's frames root first, for native_find_evals */
+	uint64_t sp[NATIVE_MAX_FRAMES];
+	bool named_eval[NATIVE_MAX_FRAMES], is_eval[NATIVE_MAX_FRAMES];
 };
 
 struct native *native__new(uint64_t budget)
@@ -461,11 +466,19 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 {
 	struct nproc *p = arg;
 	Dwarf_Addr pc;
+	Dwarf_Word sp = 0;
 	bool act;
 
 	if (p->npcs >= NATIVE_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &act))
 		return DWARF_CB_ABORT;
+#if defined(__x86_64__)
+	/* DWARF register 7 is rsp: the leaf's is the sampled one, a caller's is its callee's
+	 * CFA, so frame i's own stack lies in [sp_i, sp_{i+1}) */
+	if (dwfl_frame_reg(state, 7, &sp))
+		sp = 0;
+#endif
 	p->pcs[p->npcs] = pc;
+	p->sps[p->npcs] = sp;
 	p->act[p->npcs++] = act;
 	return DWARF_CB_OK;
 }
@@ -612,7 +625,7 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 	f->symbol = slot->symbol;
 	f->module = slot->module ? slot->module : "?";
 	f->rel = slot->pc == look ? slot->rel : pc;
-	f->is_eval = is_eval_symbol(f->symbol);
+	f->is_eval = false; /* decided with the sample's entry frames (native__unwind) */
 	module_mapping(slot->mod, f);
 }
 
@@ -659,6 +672,41 @@ static bool eval_loop_named(struct nproc *p)
 	return p->eval_named == 1;
 }
 
+/* Mark out's eval activations (native_find_evals: by the sample's entry frames, else by
+ * name); a sample they cannot be told in is not to be merged. */
+static enum native_status find_evals(struct native *n, struct nproc *p, const struct pw_ustack *u,
+				     struct native_stack *out)
+{
+	struct native_evidence ev = {
+		.has_shims = u->flags & PW_USF_SHIMS,
+		.shim = (const uint64_t *)u->shim, /* the same 64-bit words */
+		.nshims = u->nshims,
+		.kept = u->nshims < PW_USTACK_SHIMS ? u->nshims : PW_USTACK_SHIMS,
+		.stack_end = u->regs[PW_UREG_SP] + u->size,
+		.loop_named = eval_loop_named(p),
+	};
+	enum native_evals found;
+
+	for (uint32_t i = 0; i < out->n; i++) {
+		n->sp[i] = p->sps[out->n - 1 - i];
+		n->named_eval[i] = is_eval_symbol(out->f[i].symbol);
+	}
+	found = native_find_evals(n->sp, n->named_eval, out->n, &ev, n->is_eval);
+	if (found != NATIVE_EVALS_FOUND) {
+		pw_debug("native: %u frames, %u entry frames%s: %s\n", out->n, u->nshims,
+			 ev.has_shims ? "" : " (none on the C stack)",
+			 found == NATIVE_EVALS_DEEP    ? "too many to match" :
+			 found == NATIVE_EVALS_UNNAMED ? "the eval loop has no name" :
+							 "they do not pair up with the frames");
+		return found == NATIVE_EVALS_DEEP     ? NATIVE_DEEP :
+		       found == NATIVE_EVALS_UNNAMED  ? NATIVE_EVAL_UNNAMED :
+							NATIVE_MISMATCH;
+	}
+	for (uint32_t i = 0; i < out->n; i++)
+		out->f[i].is_eval = n->is_eval[i];
+	return NATIVE_OK;
+}
+
 void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 		    const struct pw_stack_hdr *rec, struct native_stack *out)
 {
@@ -694,15 +742,12 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 			rc = unwind(p);
 		charge(n, p, t0);
 	}
-	if (rc == 0 && !eval_loop_named(p)) {
-		out->status = NATIVE_EVAL_UNNAMED;
-		n->stats.eval_unnamed++;
-	} else if (rc == 0) {
-		out->status = NATIVE_OK;
+	if (rc == 0) {
 		out->n = p->npcs;
 		/* root first */
 		for (uint32_t i = 0; i < p->npcs; i++)
 			name_frame(p, p->pcs[p->npcs - 1 - i], p->act[p->npcs - 1 - i], &out->f[i]);
+		out->status = find_evals(n, p, u, out);
 		n->stats.unwound++;
 		if (p->used > n->stats.stack_used)
 			n->stats.stack_used = p->used;

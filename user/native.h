@@ -2,7 +2,8 @@
 /* --native: the sampled thread's native frames, unwound in userspace from the registers
  * and stack copy of its PW_REC_USTACK record with elfutils' libdwfl (each binary's CFI:
  * .eh_frame, .debug_frame), and named from .symtab, .dynsym, MiniDebugInfo or the debug
- * files under /usr/lib/debug. The binaries are the target's own (opened through its view of
+ * files under /usr/lib/debug. Its eval-loop activations are found by the addresses of
+ * the entry frames the record carries (3.12+), which needs no name, else by name. The binaries are the target's own (opened through its view of
  * the file system, checked against the mapping's device and inode), kept per process. */
 #ifndef PW_NATIVE_H
 #define PW_NATIVE_H
@@ -21,7 +22,12 @@ enum native_status {
 	NATIVE_OK = 0,
 	NATIVE_MALFORMED,   /* its stack record does not hold together (profile: malformed) */
 	NATIVE_INCOMPLETE,  /* the unwind did not reach the thread's first frame */
-	NATIVE_EVAL_UNNAMED, /* the interpreter's symbols do not cover its eval loop */
+	/* 3.10/3.11 (no entry frames on the C stack): the interpreter's symbols do not
+	 * cover its eval loop, so no activation can be told */
+	NATIVE_EVAL_UNNAMED,
+	NATIVE_MISMATCH,    /* its entry frames do not lie one to a native frame, or a
+			     * frame named eval holds none (native_find_evals) */
+	NATIVE_DEEP,	    /* more entry frames than the record carries (PW_USTACK_SHIMS) */
 };
 
 struct native_frame {
@@ -29,7 +35,9 @@ struct native_frame {
 	const char *symbol; /* NULL: not in any symbol table */
 	const char *module; /* file name of the binary, "?" when in none */
 	uint64_t rel;	    /* pc relative to the module's load bias (the ELF address) */
-	bool is_eval;	    /* an activation of the eval loop */
+	/* an activation of the eval loop: 3.12+ the frame whose stack holds an entry frame
+	 * the walk passed, 3.10/3.11 a frame named _PyEval_EvalFrameDefault */
+	bool is_eval;
 	/* the module's mapping: path as the target sees it, [start, limit), build-id */
 	const char *path;
 	uint64_t start, limit;
@@ -47,7 +55,6 @@ struct native_stack {
 struct native_stats {
 	uint64_t unwound;      /* samples unwound to their first frame */
 	uint64_t incomplete;   /* unwinds that stopped short */
-	uint64_t eval_unnamed; /* samples of processes whose eval loop has no name */
 	uint64_t unwind_ns;    /* time spent unwinding and naming */
 	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
 	uint64_t stack_used;   /* most bytes above sp a complete unwind read (--native-stack) */

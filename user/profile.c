@@ -534,6 +534,8 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	if (ns->status != NATIVE_OK) {
 		p->drops.n[ns->status == NATIVE_MALFORMED    ? PROFILE_DROP_MALFORMED :
 			   ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED :
+			   ns->status == NATIVE_MISMATCH     ? PROFILE_DROP_NATIVE_MISMATCH :
+			   ns->status == NATIVE_DEEP	     ? PROFILE_DROP_NATIVE_DEEP :
 							       PROFILE_DROP_NATIVE_INCOMPLETE]++;
 		return 1;
 	}
@@ -865,7 +867,11 @@ static const struct {
 	[PROFILE_DROP_NATIVE_EVAL_UNNAMED] = { "native_eval_unnamed",
 					       "of an interpreter whose symbols do not name its "
 					       "eval loop (--native: install its debug symbols)" },
+	[PROFILE_DROP_NATIVE_DEEP] = { "native_deep",
+				       "with more eval-loop activations than --native matches "
+				       "(64)" },
 };
+_Static_assert(PW_USTACK_SHIMS == 64, "the native_deep text names the bound");
 
 const char *profile_drop_name(enum profile_drop d)
 {

@@ -85,6 +85,7 @@ enum profile_drop {
 	PROFILE_DROP_NATIVE_INCOMPLETE, /* --native: the unwind stopped short of the root */
 	PROFILE_DROP_NATIVE_MISMATCH,	/* --native: eval activations and entry frames differ */
 	PROFILE_DROP_NATIVE_EVAL_UNNAMED, /* --native: no symbol covers the eval loop */
+	PROFILE_DROP_NATIVE_DEEP, /* --native: more eval activations than a record matches */
 	PROFILE_DROP__COUNT
 };
 
