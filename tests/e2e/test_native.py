@@ -164,6 +164,7 @@ def _check_merged(rows, describe, also=(), floor=0):
         if got in exact:
             exact[got] += n
     matched = sum(exact.values())
+    print("exact: %d of %d samples (%.1f %%)" % (matched, total, 100.0 * matched / max(total, 1)))
     assert total >= floor, "only %d samples\n%s" % (total, describe)
     assert matched >= MATCH_MIN * total, "%d of %d samples exactly %s\n%s" % (
         matched, total, [list(w) for w in want], describe)
