@@ -672,25 +672,31 @@ static bool eval_loop_named(struct nproc *p)
 	return p->eval_named == 1;
 }
 
-/* Mark out's eval activations (native_find_evals: by the sample's entry frames, else by
- * name); a sample they cannot be told in is not to be merged. */
-static enum native_status find_evals(struct native *n, struct nproc *p, const struct pw_ustack *u,
-				     struct native_stack *out)
+/* What record `u` says of its eval activations (the names are the process's). */
+static struct native_evidence evidence(const struct pw_ustack *u)
 {
-	struct native_evidence ev = {
+	return (struct native_evidence){
 		.has_shims = u->flags & PW_USF_SHIMS,
 		.shim = (const uint64_t *)u->shim, /* the same 64-bit words */
 		.nshims = u->nshims,
 		.kept = u->nshims < PW_USTACK_SHIMS ? u->nshims : PW_USTACK_SHIMS,
 		.stack_end = u->regs[PW_UREG_SP] + u->size,
-		.loop_named = eval_loop_named(p),
 	};
+}
+
+/* Mark out's eval activations (native_find_evals: by the sample's entry frames, else by
+ * name); a sample they cannot be told in is not to be merged. */
+static enum native_status find_evals(struct native *n, struct nproc *p, const struct pw_ustack *u,
+				     struct native_stack *out)
+{
+	struct native_evidence ev = evidence(u);
 	enum native_evals found;
 
 	for (uint32_t i = 0; i < out->n; i++) {
 		n->sp[i] = p->sps[out->n - 1 - i];
 		n->named_eval[i] = is_eval_symbol(out->f[i].symbol);
 	}
+	ev.loop_named = eval_loop_named(p);
 	found = native_find_evals(n->sp, n->named_eval, out->n, &ev, n->is_eval);
 	if (found != NATIVE_EVALS_FOUND) {
 		pw_debug("native: %u frames, %u entry frames%s: %s\n", out->n, u->nshims,
@@ -722,6 +728,15 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 	    rec->len != PW_USTACK_LEN_BASE + u->size) {
 		out->status = NATIVE_MALFORMED;
 		return;
+	}
+	/* not worth an unwind: it could not be merged (nor, mostly, unwound whole) */
+	{
+		struct native_evidence ev = evidence(u);
+
+		if (native_too_deep(&ev)) {
+			out->status = NATIVE_DEEP;
+			return;
+		}
 	}
 	out->status = NATIVE_INCOMPLETE;
 	p = proc_for(n, (pid_t)h->pid, t0);

@@ -64,7 +64,7 @@ enum native_evals native_find_evals(const uint64_t *sp, const bool *named_eval, 
 		sp_known &= sp[i] != 0;
 	if (!ev->has_shims || !sp_known)
 		return by_names(named_eval, n, ev->loop_named, is_eval);
-	if (ev->nshims > ev->kept)
+	if (native_too_deep(ev))
 		return NATIVE_EVALS_DEEP;
 	/* spans must be in stack order for an address to tell one frame */
 	for (uint32_t i = 0; i < n; i++)

@@ -36,6 +36,12 @@ enum native_evals {
 	NATIVE_EVALS_UNNAMED,	/* neither entry frames nor names tell the activations */
 };
 
+/* More entry frames than the record could keep: the sample cannot be matched. */
+static inline bool native_too_deep(const struct native_evidence *ev)
+{
+	return ev->has_shims && ev->nshims > ev->kept;
+}
+
 /* Which of the `n` native frames (root first) are eval activations. sp[i] is frame i's
  * stack pointer (0: unknown); it spans [sp[i], sp[i - 1]), its caller's sp (its CFA), the
  * root's up to ev->stack_end, the leaf's from the sampled sp. named_eval[i]: its symbol

@@ -315,6 +315,36 @@ def test_forged_eval_activation_is_counted_not_shipped(pywalk, interp, merges, e
             ";".join(frames), describe)
 
 
+DEEP_SCRIPT = "native_deep_target.py"
+SHIMS_MAX = 64  # entry frames one stack record carries (bpf/abi.h PW_USTACK_SHIMS)
+DEEP_TEXT = re.compile(r"(\d+) with more eval-loop activations than --native matches \(64\)")
+
+
+def test_more_activations_than_the_bound_are_counted_not_shipped(pywalk, interp, ext,
+                                                                 tmp_path):
+    """3.12+: a stack of 72 eval-loop activations (recursion through map()) has more entry
+    frames than a record carries: such samples are counted native_deep (before any unwind,
+    so whatever --native-stack holds), and a stack that is counted never has more
+    activations than the bound."""
+    if tuple(int(x) for x in interp.version.split(".")) < (3, 12):
+        pytest.skip("%s: no entry frames on the C stack (3.10/3.11 merge by name, "
+                    "unbounded)" % interp.id)
+    rows, r, describe = _record(interp, interp.argv(DEEP_SCRIPT, 70, SECONDS + 5), tmp_path,
+                                script_path=interp.script_path(DEEP_SCRIPT))
+    _, buckets = e2e.parse_summary(r.stderr)
+    m = DEEP_TEXT.search(r.stderr)
+    deep = int(m.group(1)) if m else 0
+    print("native_deep: %d of %d shipped" % (deep, buckets["shipped"]))
+    assert deep >= 0.6 * buckets["shipped"] and deep >= _floor(r), \
+        "%d of %d shipped counted native_deep\n%s" % (deep, buckets["shipped"], describe)
+    for frames, n in rows:
+        py = [e2e.parse_py_frame(f)[0] for f in frames if e2e.parse_py_frame(f)]
+        # <module>'s activation, then one per rec (spin runs in the last one)
+        assert 1 + py.count("rec") <= SHIMS_MAX, \
+            "a stack of %d activations was counted: %s\n%s" % (
+                1 + py.count("rec"), ";".join(frames), describe)
+
+
 @pytest.mark.core_only
 def test_cxx_names_are_demangled(pywalk, interp, tmp_path):
     """A C++ library called through ctypes: its frames are named as C++ reads them."""
