@@ -680,7 +680,6 @@ static struct native_evidence evidence(const struct pw_ustack *u)
 		.shim = (const uint64_t *)u->shim, /* the same 64-bit words */
 		.nshims = u->nshims,
 		.kept = u->nshims < PW_USTACK_SHIMS ? u->nshims : PW_USTACK_SHIMS,
-		.stack_end = u->regs[PW_UREG_SP] + u->size,
 	};
 }
 

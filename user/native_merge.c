@@ -28,8 +28,10 @@ int native_merge(const bool *native_is_eval, uint32_t nnative, const bool *py_en
 }
 
 /* The frame whose span holds `addr`, or -1: the root-most frame whose sp is at or below it
- * (sp falls from root to leaf, so that is a binary search), if its span reaches `addr`. */
-static int64_t frame_holding(const uint64_t *sp, uint32_t n, uint64_t stack_end, uint64_t addr)
+ * (sp falls from root to leaf, so that is a binary search), if its span reaches `addr`.
+ * The root's span is empty: the thread's first frame (libc's) runs no eval loop, and an
+ * unwind that ended early, taken for whole, must not put every activation there. */
+static int64_t frame_holding(const uint64_t *sp, uint32_t n, uint64_t addr)
 {
 	uint32_t lo = 0, hi = n; /* the answer is in [lo, hi); hi: none */
 
@@ -41,7 +43,7 @@ static int64_t frame_holding(const uint64_t *sp, uint32_t n, uint64_t stack_end,
 		else
 			lo = mid + 1;
 	}
-	if (lo == n || addr >= (lo ? sp[lo - 1] : stack_end))
+	if (lo == n || lo == 0 || addr >= sp[lo - 1])
 		return -1;
 	return lo;
 }
@@ -67,12 +69,12 @@ enum native_evals native_find_evals(const uint64_t *sp, const bool *named_eval, 
 	if (native_too_deep(ev))
 		return NATIVE_EVALS_DEEP;
 	/* spans must be in stack order for an address to tell one frame */
-	for (uint32_t i = 0; i < n; i++)
-		if (sp[i] > (i ? sp[i - 1] : ev->stack_end))
+	for (uint32_t i = 1; i < n; i++)
+		if (sp[i] > sp[i - 1])
 			return NATIVE_EVALS_MISMATCH;
 	memset(is_eval, 0, n * sizeof(*is_eval));
 	for (uint32_t k = 0; k < ev->nshims; k++) {
-		int64_t f = frame_holding(sp, n, ev->stack_end, ev->shim[k]);
+		int64_t f = frame_holding(sp, n, ev->shim[k]);
 
 		if (f < 0 || is_eval[f])
 			return NATIVE_EVALS_MISMATCH;

@@ -23,7 +23,6 @@ struct native_evidence {
 	const uint64_t *shim;
 	uint32_t nshims; /* the entry frames the walk passed */
 	uint32_t kept;	 /* how many of them `shim` holds */
-	uint64_t stack_end; /* the end of the stack copy: the root frame's span ends there */
 	/* the eval loop is named wholly (a symbol table, or its whole body exported): every
 	 * activation is a frame named so */
 	bool loop_named;
@@ -44,7 +43,7 @@ static inline bool native_too_deep(const struct native_evidence *ev)
 
 /* Which of the `n` native frames (root first) are eval activations. sp[i] is frame i's
  * stack pointer (0: unknown); it spans [sp[i], sp[i - 1]), its caller's sp (its CFA), the
- * root's up to ev->stack_end, the leaf's from the sampled sp. named_eval[i]: its symbol
+ * leaf's from the sampled sp; the root (the thread's first frame) is never one. named_eval[i]: its symbol
  * is the eval loop's. With entry frames: a frame is an activation iff an entry frame lies
  * in its span; each must lie in a frame of its own, and a frame named eval must hold one
  * (and, where the loop is named wholly, a frame holding one must be named eval). Without

@@ -379,8 +379,8 @@ LOCATION_RE = re.compile(r"^\s*\d+: (0x[0-9a-f]+) M=(\d+) (\S+) ", re.M)
 
 
 def test_pprof_maps_the_extension_with_its_build_id(pywalk, interp, merges, ext, tmp_path):
-    """pprof from --native: the extension is a Mapping with its path as the target sees it
-    and the build-id readelf -n gives, and each of its functions' Locations is a real
+    """pprof from --native: the extension is a Mapping with its path as the target's maps
+    show it and the build-id readelf -n gives, and each of its functions' Locations is a real
     address inside that Mapping (so a tool can symbolize it again); the first Mapping is
     the interpreter's executable (go tool pprof names the profile by it)."""
     path, r, describe = _record(interp, interp.argv("native_target.py", ext[0], SECONDS + 5),
@@ -388,7 +388,9 @@ def test_pprof_maps_the_extension_with_its_build_id(pywalk, interp, merges, ext,
     raw = e2e.go_pprof(tmp_path, "-raw", path)
     so = _ext_file(ext[1])
     maps = {int(m.group(1)): m for m in MAPPING_RE.finditer(raw.split("Mappings")[-1])}
-    ours = [m for m in maps.values() if m.group(5) == os.path.join(ext[0], so)]
+    # the path as the target's maps show it to pywalk: a chrooted target's file under its
+    # root (the host's path, where a tool on the host finds the file)
+    ours = [m for m in maps.values() if m.group(5) == os.path.join(ext[1], so)]
     assert len(ours) == 1, "no single Mapping for %s:\n%s" % (so, raw.split("Mappings")[-1])
     mapping = ours[0]
     assert mapping.group(6) == _build_id(os.path.join(ext[1], so)), mapping.group(0)

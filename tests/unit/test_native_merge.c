@@ -115,9 +115,8 @@ static void test_cap_is_a_rejection_not_a_cut(void **state)
 /* ---- native_find_evals ------------------------------------------------------------- */
 
 /* A stack, root first: main (M), eval (E), ext_outer (o), ext_middle (m), eval (E),
- * ext_inner (i, the leaf), each frame 0x100 bytes, the copy ending at 0x2100. */
+ * ext_inner (i, the leaf), each frame 0x100 bytes. */
 static const uint64_t SP[6] = { 0x2000, 0x1f00, 0x1e00, 0x1d00, 0x1c00, 0x1b00 };
-#define STACK_END 0x2100
 
 /* is_eval[] as a string of '1'/'0', or the verdict's letter when not found */
 static const char *find(const uint64_t *sp, const char *named, const uint64_t *shim,
@@ -127,8 +126,7 @@ static const char *find(const uint64_t *sp, const char *named, const uint64_t *s
 	uint32_t n = (uint32_t)strlen(named);
 	bool named_eval[16] = { false }, is_eval[16] = { false };
 	struct native_evidence ev = { .has_shims = true, .shim = shim, .nshims = nshims,
-				      .kept = nshims, .stack_end = STACK_END,
-				      .loop_named = loop_named };
+				      .kept = nshims, .loop_named = loop_named };
 	enum native_evals r;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -171,14 +169,16 @@ static void test_span_edges(void **state)
 	/* a frame's span starts at its own sp and ends below its caller's: 0x1f00 is the
 	 * outer eval's, 0x1c00 the inner's, 0x1bff the leaf's */
 	const uint64_t edges[2] = { 0x1c00, 0x1f00 }, below[2] = { 0x1bff, 0x1f00 };
-	/* the leaf's span starts at the sampled sp; the root's ends at the copy's end */
-	const uint64_t leaf_root[2] = { 0x1b00, 0x20ff }, past[1] = { STACK_END };
+	/* the leaf's span starts at the sampled sp; the root (the thread's first frame, or
+	 * where an unwind that ended early stopped) holds none */
+	const uint64_t leaf[1] = { 0x1b00 }, root[1] = { 0x2000 }, above[1] = { 0x20ff };
 
 	(void)state;
 	assert_string_equal(find(SP, "......", edges, 2, false), "010010");
 	assert_string_equal(find(SP, "......", below, 2, false), "010001");
-	assert_string_equal(find(SP, "......", leaf_root, 2, false), "100001");
-	assert_string_equal(find(SP, "......", past, 1, false), "mismatch");
+	assert_string_equal(find(SP, "......", leaf, 1, false), "000001");
+	assert_string_equal(find(SP, "......", root, 1, false), "mismatch");
+	assert_string_equal(find(SP, "......", above, 1, false), "mismatch");
 }
 
 static void test_entry_frames_that_do_not_pair_up(void **state)
@@ -221,7 +221,7 @@ static void test_more_entry_frames_than_kept_is_its_own_reason(void **state)
 	const uint64_t shim[2] = { 0x1c40, 0x1f80 };
 	bool named_eval[6] = { false }, is_eval[6];
 	struct native_evidence ev = { .has_shims = true, .shim = shim, .nshims = 3, .kept = 2,
-				      .stack_end = STACK_END, .loop_named = true };
+				      .loop_named = true };
 
 	(void)state;
 	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval), NATIVE_EVALS_DEEP);
@@ -242,8 +242,7 @@ static void test_without_entry_frames_names_decide(void **state)
 	const bool named_eval[6] = { false, true, false, false, true, false };
 	const uint64_t sp_unknown[6] = { 0x2000, 0x1f00, 0, 0x1d00, 0x1c00, 0x1b00 };
 	const uint64_t shim[2] = { 0x1c40, 0x1f80 };
-	struct native_evidence ev = { .has_shims = false, .stack_end = STACK_END,
-				      .loop_named = true };
+	struct native_evidence ev = { .has_shims = false, .loop_named = true };
 	bool is_eval[6];
 
 	(void)state;
@@ -253,7 +252,7 @@ static void test_without_entry_frames_names_decide(void **state)
 	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval),
 			 NATIVE_EVALS_UNNAMED);
 	ev = (struct native_evidence){ .has_shims = true, .shim = shim, .nshims = 2, .kept = 2,
-				       .stack_end = STACK_END, .loop_named = false };
+				       .loop_named = false };
 	assert_int_equal(native_find_evals(sp_unknown, named_eval, 6, &ev, is_eval),
 			 NATIVE_EVALS_UNNAMED);
 	ev.loop_named = true;
