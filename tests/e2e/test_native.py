@@ -458,13 +458,12 @@ def test_native_and_kernel_frames_in_order(pywalk, interp, merges, tmp_path):
     assert paired, "no pairing line\n" + r.stderr
 
 
-
 NOT_COUNTED_TEXT = re.compile(r"of the shipped stacks, (\d+) were not counted")
 CLOSED_TEXT = re.compile(r"binaries held ([\d.]+) MiB at most \(budget (\d+) MiB\), (\d+) "
                          r"processes closed to stay in it")
 
 
-def test_plt_calls_and_epilogues_unwind_whole(pywalk, interp, named, tmp_path):
+def test_plt_calls_and_epilogues_unwind_whole(pywalk, interp, merges, tmp_path):
     """json encoding spends its time in short calls through the PLT and in small
     functions' epilogues: samples there unwind to the thread's first frame like any other
     (before the red zone was copied and rip given as a register, 4 % did not on 3.11)."""
@@ -486,7 +485,7 @@ def test_plt_calls_and_epilogues_unwind_whole(pywalk, interp, named, tmp_path):
 
 
 @pytest.mark.core_only
-def test_binaries_kept_within_their_budget(pywalk, interp, named, ext, tmp_path):
+def test_binaries_kept_within_their_budget(pywalk, interp, merges, ext, tmp_path):
     """--native-cache bounds what the unwinder keeps open: two processes whose binaries
     outgrow 1 MiB each close the other's at every switch, and both still merge exactly.
     Each reopening costs milliseconds (the binaries are read anew), hence 49 Hz."""
