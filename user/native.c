@@ -672,6 +672,15 @@ static bool eval_loop_named(struct nproc *p)
 	return p->eval_named == 1;
 }
 
+/* Whether a frame of the last unwind is in no known module. */
+static bool in_unknown_module(struct nproc *p)
+{
+	for (uint32_t i = 0; i < p->npcs; i++)
+		if (!dwfl_addrmodule(p->dwfl, p->act[i] ? p->pcs[i] : p->pcs[i] - 1))
+			return true;
+	return false;
+}
+
 /* What record `u` says of its eval activations (the names are the process's). */
 static struct native_evidence evidence(const struct pw_ustack *u)
 {
@@ -747,9 +756,11 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 	p->stack = (const uint8_t *)rec + PW_USTACK_DATA_OFF;
 	p->tid = (pid_t)h->tid;
 	rc = unwind(p);
-	/* stopped in no known module: a library loaded since the maps were read */
-	if (rc && p->npcs && !dwfl_addrmodule(p->dwfl, p->pcs[p->npcs - 1]) &&
-	    t0 - p->reload_ns >= RELOAD_NS) {
+	/* stopped in, or passed through, no known module: a library loaded since the maps
+	 * were read (libdwfl's frame-pointer fallback walks through code it has no CFI for,
+	 * so with frame pointers, 3.15's default, such an unwind can end well, one frame
+	 * standing for the library's several) */
+	if (in_unknown_module(p) && t0 - p->reload_ns >= RELOAD_NS) {
 		p->reload_ns = t0;
 		n->stats.map_reloads++;
 		if (!report_maps(p))
