@@ -27,7 +27,7 @@ import pytest
 import pywalk_e2e as e2e
 # the extension and its checks are test_native's
 from test_native import (EXT_FUNCS, HZ, IN_INNER, IN_SPIN, LOCATION_RE, MAPPING_RE,  # noqa: F401
-                         _build_id, _ext_file, _native_name, _project, ext, named)
+                         _build_id, _ext_file, _native_name, _project, ext, merges)
 from test_offcpu import offcpu_summary
 from test_trace import check_hits
 
@@ -91,7 +91,7 @@ def _sleeper(interp, ext, seconds):
     return t
 
 
-def test_trace_a_syscall_made_in_c_has_the_merged_stack(pywalk, interp, named, ext, tmp_path):
+def test_trace_a_syscall_made_in_c_has_the_merged_stack(pywalk, interp, merges, ext, tmp_path):
     out = str(tmp_path / "trace.folded")
     t = _sleeper(interp, ext, SECONDS + 30)
     try:
@@ -121,7 +121,7 @@ def test_trace_a_syscall_made_in_c_has_the_merged_stack(pywalk, interp, named, e
 
 
 @pytest.mark.parametrize("extra", [(), ("--min-block", "1ms")], ids=["at-switch", "at-exit"])
-def test_offcpu_native_frames_between_python_and_the_wait(pywalk, interp, named, ext,
+def test_offcpu_native_frames_between_python_and_the_wait(pywalk, interp, merges, ext,
                                                           tmp_path, extra):
     out = str(tmp_path / "off.folded")
     t = _sleeper(interp, ext, SECONDS + 30)
@@ -180,10 +180,12 @@ def _check_pprof(raw, ext_path, host_so, describe):
         "Locations of %s only\n%s" % (sorted(seen), describe)
 
 
-def test_agent_native_frames_reach_otlp_and_pprof(pywalk, interp, named, ext, tmp_path):
+def test_agent_native_frames_reach_otlp_and_pprof(pywalk, interp, merges, ext, tmp_path):
     from test_agent_otlp import Receiver, Request
     so = _ext_file(ext[1])
-    ext_path, host_so = os.path.join(ext[0], so), os.path.join(ext[1], so)
+    # the Mapping's path is the one the target's maps show pywalk: a chrooted target's
+    # file under its root, the host's path
+    ext_path = host_so = os.path.join(ext[1], so)
     export = str(tmp_path / "export")
     os.makedirs(export)
     receiver = Receiver()
