@@ -1158,47 +1158,80 @@ def held_prog_stats(pid, name):
     return None
 
 
+def process_cpu_ns(pid):
+    """CPU time of every thread of `pid` so far (schedstat: ns, not ticks)."""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+NATIVE_MODES = ((), ("--kernel",), ("--native",), ("--native", "--kernel"))
+
+
 def section_native(cfg, interps):
-    """`record --native` against `record` on `bench/workload.py depth --depth 10` at 99 and
-    999 Hz: the sampler's cost per run from the kernel's BPF statistics (the register and
-    stack copy and its ring-buffer record on top of the walk), and the userspace unwinding
-    and naming per sample as pywalk's summary gives it."""
-    py = pick(interps, (3, 11), prefer=("Debian", "pyenv")) or (interps[0] if interps else None)
+    """`record` with and without `--native` / `--kernel` on `bench/workload.py depth --depth
+    10` at 99 and 999 Hz, on 3.11 (eval activations told by name) and the newest CPython
+    (3.12+: by their entry frames' addresses): the sampler's cost per run from the kernel's
+    BPF statistics (the register and stack copy, the kernel stack, their ring-buffer
+    records on top of the walk), pywalk's own CPU per sample while it samples, and the
+    unwinding and naming per sample as pywalk's summary gives it."""
+    chosen = []
+    old = pick(interps, (3, 11), prefer=("Debian", "pyenv"))
+    if old:
+        chosen.append(old)
+    newest = max(interps, key=lambda i: i.minor) if interps else None
+    if newest and newest not in chosen:
+        chosen.append(newest)
     seconds = 2 if cfg.quick else 6
-    out = {"interp": py.label if py else None, "seconds": seconds, "cells": [], "errors": []}
+    out = {"interps": [i.label for i in chosen], "seconds": seconds, "cells": [], "errors": []}
     old_stats = set_bpf_stats("1")
     try:
-        for hz in (99, 999):
-            for native in (False, True):
-                p = tool = None
-                try:
-                    p, pid = start_workload(py, ["depth", "--depth", "10"])
-                    tool = subprocess.Popen(
-                        [cfg.pywalk, "record", "-p", str(pid), "-F", str(hz), "-d",
-                         str(seconds + 4), "-o", "/dev/null"] + (["--native"] if native else []),
-                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    deadline = time.monotonic() + 30
-                    while held_prog_stats(tool.pid, "on_perf_event") is None:
-                        if time.monotonic() > deadline or tool.poll() is not None:
-                            raise RuntimeError("pywalk did not load: %s" % (
-                                tool.stderr.read()[-300:] if tool.poll() is not None else ""))
-                        time.sleep(0.2)
-                    time.sleep(1)  # its events started
-                    runs0, ns0 = held_prog_stats(tool.pid, "on_perf_event")
-                    time.sleep(seconds)
-                    runs1, ns1 = held_prog_stats(tool.pid, "on_perf_event")
-                    err = tool.communicate(timeout=60)[1]
-                    m = re.search(r"--native: .*?, ([0-9.]+) us each", err)
-                    cell = {"hz": hz, "native": native, "runs": runs1 - runs0,
-                            "ns_per_run": (ns1 - ns0) / (runs1 - runs0) if runs1 > runs0 else None,
-                            "unwind_us": float(m.group(1)) if m else None}
-                    out["cells"].append(cell)
-                    log("native %d Hz %s: %s ns per run, %s us unwinding per sample" % (
-                        hz, "--native" if native else "without", fmt(cell["ns_per_run"]),
-                        fmt(cell["unwind_us"], "%.1f")))
-                finally:
-                    stop(tool, signal.SIGINT)
-                    stop(p)
+        for py in chosen:
+            for hz in (99, 999):
+                for mode in NATIVE_MODES:
+                    p = tool = None
+                    try:
+                        p, pid = start_workload(py, ["depth", "--depth", "10"])
+                        tool = subprocess.Popen(
+                            [cfg.pywalk, "record", "-p", str(pid), "-F", str(hz), "-d",
+                             str(seconds + 4), "-o", "/dev/null"] + list(mode),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        deadline = time.monotonic() + 30
+                        while held_prog_stats(tool.pid, "on_perf_event") is None:
+                            if time.monotonic() > deadline or tool.poll() is not None:
+                                raise RuntimeError("pywalk did not load: %s" % (
+                                    tool.stderr.read()[-300:] if tool.poll() is not None
+                                    else ""))
+                            time.sleep(0.2)
+                        time.sleep(1)  # its events started
+                        runs0, ns0 = held_prog_stats(tool.pid, "on_perf_event")
+                        cpu0 = process_cpu_ns(tool.pid)
+                        time.sleep(seconds)
+                        runs1, ns1 = held_prog_stats(tool.pid, "on_perf_event")
+                        cpu1 = process_cpu_ns(tool.pid)
+                        err = tool.communicate(timeout=60)[1]
+                        m = re.search(r"--native: .*?, ([0-9.]+) us each", err)
+                        runs = runs1 - runs0
+                        cell = {"interp": py.label, "hz": hz, "mode": " ".join(mode),
+                                "runs": runs,
+                                "ns_per_run": (ns1 - ns0) / runs if runs > 0 else None,
+                                "user_us_per_sample": (cpu1 - cpu0) / 1e3 / runs
+                                if runs > 0 else None,
+                                "unwind_us": float(m.group(1)) if m else None}
+                        out["cells"].append(cell)
+                        log("native %s %d Hz %s: %s ns per run, %s us of pywalk's CPU and "
+                            "%s us unwinding per sample" % (
+                                py.label, hz, cell["mode"] or "plain", fmt(cell["ns_per_run"]),
+                                fmt(cell["user_us_per_sample"], "%.1f"),
+                                fmt(cell["unwind_us"], "%.1f")))
+                    finally:
+                        stop(tool, signal.SIGINT)
+                        stop(p)
     except Exception as e:  # noqa: BLE001
         out["errors"].append("native: %s" % e)
         log("native failed: %s" % e)
@@ -1517,23 +1550,23 @@ def render(res):
         L.append("")
     s9 = res.get("native")
     if s9 and s9["cells"]:
-        L.append("## 9. Native frames (`--native`)")
+        L.append("## 9. Native and kernel frames (`--native`, `--kernel`)")
         L.append("")
-        L.append("`pywalk record -p PID [--native]` on `bench/workload.py depth --depth 10` (%s), "
-                 "%d s a run: `on_perf_event`'s cost per run from the kernel's BPF statistics "
-                 "(with `--native`: the registers, up to 16 KiB of stack copied page by page and "
-                 "its ring-buffer record), and the userspace unwinding and naming per sample "
-                 "(libdwfl over the copy) from pywalk's summary." % (s9["interp"], s9["seconds"]))
+        L.append("`pywalk record -p PID [--native] [--kernel]` on `bench/workload.py depth --depth "
+                 "10`, %d s a run: `on_perf_event`'s cost per run from the kernel's BPF "
+                 "statistics (`--native`: the registers, the red zone and up to 16 KiB of stack "
+                 "copied page by page, the entry frames' addresses, its ring-buffer record; "
+                 "`--kernel`: `bpf_get_stack` and its record), pywalk's own CPU per sample while "
+                 "it sampled (schedstat), and of that the unwinding and naming per sample "
+                 "(libdwfl over the copy) from pywalk's summary." % s9["seconds"])
         L.append("")
-        L.append("| rate | ns per run | ns per run, --native | µs unwinding per sample |")
-        L.append("|--:|--:|--:|--:|")
-        for hz in sorted(set(c["hz"] for c in s9["cells"])):
-            plain = [c for c in s9["cells"] if c["hz"] == hz and not c["native"]]
-            nat = [c for c in s9["cells"] if c["hz"] == hz and c["native"]]
-            L.append("| %d Hz | %s | %s | %s |" % (
-                hz, fmt(plain[0]["ns_per_run"] if plain else None),
-                fmt(nat[0]["ns_per_run"] if nat else None),
-                fmt(nat[0]["unwind_us"] if nat else None, "%.1f")))
+        L.append("| CPython | rate | flags | BPF ns per run | pywalk µs per sample | "
+                 "µs unwinding per sample |")
+        L.append("|---|--:|---|--:|--:|--:|")
+        for c in s9["cells"]:
+            L.append("| %s | %d Hz | %s | %s | %s | %s |" % (
+                c["interp"], c["hz"], c["mode"] or "–", fmt(c["ns_per_run"]),
+                fmt(c["user_us_per_sample"], "%.1f"), fmt(c["unwind_us"], "%.1f")))
         L.append("")
 
     if res["errors"]:
