@@ -28,7 +28,8 @@
  * grow with them), its name slots and its demangled names. Recounted after its maps are read
  * and at most every CHARGE_NS while it is sampled, as naming loads debug files lazily. */
 #define CHARGE_NS (1000 * 1000 * 1000ull)
-/* Names of recent return addresses per process: libdwfl's symbol lookup is a scan. */
+/* Names and mappings of recent return addresses per process: a hit costs no module or
+ * symbol lookup. */
 #define NAME_SLOTS 4096
 /* An address outside every known module re-reads the maps at most this often (a JIT's
  * code is in no module: it must not cost a maps read per sample). */
@@ -391,6 +392,18 @@ static int charge_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_
 	return DWARF_CB_OK;
 }
 
+/* The open process sampled least recently, other than `keep`; NULL when there is none. */
+static struct nproc *least_recent(struct native *n, const struct nproc *keep)
+{
+	struct nproc *oldest = NULL;
+
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (n->procs[i].dwfl && &n->procs[i] != keep &&
+		    (!oldest || n->procs[i].used_ns < oldest->used_ns))
+			oldest = &n->procs[i];
+	return oldest;
+}
+
 /* Recount what `p` holds, then close the least recently sampled other processes while all
  * of them hold more than the budget (the one being unwound stays, whatever its size). */
 static void charge(struct native *n, struct nproc *p, uint64_t now)
@@ -404,12 +417,8 @@ static void charge(struct native *n, struct nproc *p, uint64_t now)
 	if (n->bytes > n->stats.peak_bytes)
 		n->stats.peak_bytes = n->bytes;
 	while (n->bytes > n->stats.budget) {
-		struct nproc *oldest = NULL;
+		struct nproc *oldest = least_recent(n, p);
 
-		for (size_t i = 0; i < MAX_PROCS; i++)
-			if (n->procs[i].dwfl && &n->procs[i] != p &&
-			    (!oldest || n->procs[i].used_ns < oldest->used_ns))
-				oldest = &n->procs[i];
 		if (!oldest)
 			break;
 		pw_debug("native: %d: closed, its binaries (%llu bytes) over the budget\n",
@@ -421,7 +430,7 @@ static void charge(struct native *n, struct nproc *p, uint64_t now)
 
 static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 {
-	struct nproc *p = NULL, *oldest = &n->procs[0];
+	struct nproc *p = NULL;
 
 	for (size_t i = 0; i < MAX_PROCS; i++) {
 		if (n->procs[i].dwfl && n->procs[i].pid == pid) {
@@ -429,12 +438,14 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 			p->used_ns = now;
 			return p;
 		}
-		if (n->procs[i].used_ns < oldest->used_ns)
-			oldest = &n->procs[i];
+		if (!n->procs[i].dwfl && !p)
+			p = &n->procs[i];
 	}
-	p = oldest;
-	if (p->dwfl)
+	if (!p) {
+		/* MAX_PROCS open: the least recently sampled makes room */
+		p = least_recent(n, NULL);
 		n->stats.evicted++;
+	}
 	close_proc(n, p);
 	p->pid = pid;
 	p->used_ns = now;
