@@ -14,6 +14,9 @@
 #include "tracefs.h"
 
 #define MAX_DEPTH 64 /* the BPF side's stack of truth values is a 64-bit word */
+/* '(' and '!' recurse before anything is emitted: bounded so that a long run of them is
+ * refused instead of overflowing the stack */
+#define MAX_NESTING 256
 
 struct parser {
 	const char *expr, *p;
@@ -24,6 +27,7 @@ struct parser {
 	bool latency;
 	struct pw_filter *f;
 	int depth, max_depth;
+	int nesting;
 	char *why;
 	size_t why_size;
 	bool failed;
@@ -322,17 +326,31 @@ static void parse_cmp(struct parser *ps)
 
 static void parse_or(struct parser *ps);
 
+static bool nest_deeper(struct parser *ps)
+{
+	if (++ps->nesting <= MAX_NESTING)
+		return true;
+	fail(ps, "nested too deep (at most %d levels of '(' and '!')", MAX_NESTING);
+	return false;
+}
+
 static void parse_unary(struct parser *ps)
 {
 	if (ps->failed)
 		return;
-	if (take(ps, "!") ) {
+	if (take(ps, "!")) {
+		if (!nest_deeper(ps))
+			return;
 		parse_unary(ps);
+		ps->nesting--;
 		emit(ps, (struct pw_filter_insn){ .op = PW_FOP_NOT }, 0);
 		return;
 	}
 	if (take(ps, "(")) {
+		if (!nest_deeper(ps))
+			return;
 		parse_or(ps);
+		ps->nesting--;
 		if (!take(ps, ")"))
 			fail(ps, "missing ')'");
 		return;

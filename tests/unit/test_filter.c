@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -150,6 +151,30 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(why, "too long"));
 }
 
+/* Nesting is parsed by recursion: a deep one must be refused, not overflow the stack. */
+static void test_deep_nesting_is_refused(void **state)
+{
+	size_t n = 1u << 20;
+	char *deep = malloc(n + sizeof("arg0 == 1"));
+
+	(void)state;
+	assert_non_null(deep);
+	one_probe("tracepoint:syscalls:sys_enter_write", false);
+	for (const char *opener = "(!"; *opener; opener++) {
+		memset(deep, *opener, n);
+		strcpy(deep + n, "arg0 == 1");
+		assert_int_equal(compile(deep), -EINVAL);
+		assert_non_null(strstr(why, "nested too deep"));
+	}
+	/* as deep as allowed still compiles */
+	memset(deep, '(', 200);
+	strcpy(deep + 200, "arg0 == 1");
+	memset(deep + strlen(deep), ')', 200);
+	deep[200 + strlen("arg0 == 1") + 200] = 0;
+	assert_int_equal(compile(deep), 0);
+	free(deep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_fields_follow_the_probe),
 		cmocka_unit_test(test_tracepoint_fields_wait_for_the_sites),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_deep_nesting_is_refused),
 	};
 
 	return cmocka_run_group_tests_name("filter", tests, NULL, NULL);
