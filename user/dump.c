@@ -54,14 +54,25 @@ static int list_tasks(pid_t pid, struct task_list *l)
 	if (!d)
 		return -errno;
 	l->n = 0;
-	while ((e = readdir(d)) && l->n < MAX_THREADS) {
+	while ((e = readdir(d))) {
 		long tid = strtol(e->d_name, NULL, 10);
 
-		if (tid > 0)
-			l->tids[l->n++] = (pid_t)tid;
+		if (tid <= 0)
+			continue;
+		if (l->n == MAX_THREADS) {
+			closedir(d);
+			return -E2BIG;
+		}
+		l->tids[l->n++] = (pid_t)tid;
 	}
 	closedir(d);
 	return 0;
+}
+
+static void too_many_threads(pid_t pid, char *why, size_t why_size)
+{
+	snprintf(why, why_size, "PID %d has more than %d threads, the most pywalk dump handles",
+		 pid, MAX_THREADS);
 }
 
 static bool listed(const struct task_list *l, pid_t tid)
@@ -113,6 +124,10 @@ static int pause_all(pid_t pid, struct task_list *held, char *why, size_t why_si
 		err = list_tasks(pid, &now);
 		if (!err)
 			read_task_states(pid, &now);
+		if (err == -E2BIG) {
+			too_many_threads(pid, why, why_size);
+			return err;
+		}
 		if (err) {
 			snprintf(why, why_size, "cannot list the threads of PID %d: %s", pid,
 				 strerror(-err));
@@ -123,6 +138,12 @@ static int pause_all(pid_t pid, struct task_list *held, char *why, size_t why_si
 
 			if (listed(held, now.tids[i]))
 				continue;
+			/* new threads can keep coming (an execve replaces the held ones by new
+			 * ones): held is full, the caller resumes what it holds */
+			if (held->n == MAX_THREADS) {
+				too_many_threads(pid, why, why_size);
+				return -E2BIG;
+			}
 			if (ptrace(PTRACE_SEIZE, now.tids[i], 0, 0)) {
 				if (errno == ESRCH)
 					continue; /* the thread ended */
@@ -251,7 +272,7 @@ static void walk_thread(const struct pw_proc *cfg, uint64_t tstate, uint32_t max
 
 /* One pass over every interpreter's thread list. */
 static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_depth,
-			const struct task_list *tasks)
+			const struct task_list *tasks, char *why, size_t why_size)
 {
 	struct pw_tfind tf;
 	uint64_t states[MAX_THREADS];
@@ -265,8 +286,17 @@ static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_
 	for (unsigned int guard = 0; guard < MAX_THREADS * 2 + PW_MAX_INTERPRETERS; guard++) {
 		uint64_t here = tf.tstate;
 
-		if (here && n < MAX_THREADS && (!n || states[n - 1] != here))
+		if (here && (!n || states[n - 1] != here)) {
+			/* more than the threads it may have: a thread list that loops, or lies */
+			if (n == MAX_THREADS) {
+				snprintf(why, why_size,
+					 "PID %d has more than %d thread states, the most pywalk dump "
+					 "handles",
+					 d->t.pid, MAX_THREADS);
+				return -E2BIG;
+			}
 			states[n++] = here;
+		}
 		if (pw_tfind_step(&tf, cfg))
 			break;
 	}
@@ -412,12 +442,14 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		}
 		d->paused = true;
 		d->attempts = 1;
-		err = read_threads(d, &cfg, max_depth, tasks);
+		err = read_threads(d, &cfg, max_depth, tasks, why, why_size);
 		if (!err) /* while paused, the dicts cannot change under the read */
 			read_names(d);
 		resume_all(tasks);
 	} else {
 		err = list_tasks(pid, tasks);
+		if (err == -E2BIG)
+			too_many_threads(pid, why, why_size);
 		if (!err)
 			read_task_states(pid, tasks);
 		struct dump best = { 0 };
@@ -428,7 +460,7 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 			d->attempts = i + 1;
 			if (i)
 				usleep(NONBLOCKING_SPACING_US);
-			err = read_threads(d, &cfg, max_depth, tasks);
+			err = read_threads(d, &cfg, max_depth, tasks, why, why_size);
 			if (!err)
 				err = keep_best(&best, d);
 			if (!err && !any_torn(&best))

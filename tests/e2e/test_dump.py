@@ -264,3 +264,60 @@ def test_dump_python_thread_names(pywalk, interp, start_target):
                              "running" if th["state"] == "R" else th["state"],
                              [(f["function"], f["file"], f["line"]) for f in th["frames"]],
                              th["python_name"]) for th in p["threads"]}, t, interp, m)
+
+
+def task_state(pid, tid):
+    try:
+        with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def _all_running(t, deadline_s=10.0):
+    """Every thread of t untraced and not stopped, within a bounded wait (a detached thread
+    leaves its stop as it is scheduled)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        stopped = [tid for tid in t.tids()
+                   if task_state(t.pid, tid) in ("t", "T")]
+        if status(t.pid, "TracerPid") == "0" and not stopped:
+            return
+        assert time.monotonic() < deadline, (
+            "PID %d left traced (TracerPid %s) or with %d stopped threads: %s" % (
+                t.pid, status(t.pid, "TracerPid"), len(stopped), stopped[:10]))
+        time.sleep(0.05)
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("extra", [[], ["--nonblocking"]])
+def test_dump_refuses_more_threads_than_it_holds(pywalk, interp, extra):
+    # 4,097 threads: one more than dump pauses; refused in one line, the process untouched
+    t = e2e.Target(interp, "many_threads.py", args=["4097"])
+    try:
+        t.wait_ready(timeout=60)
+        assert len(t.tids()) == 4097, len(t.tids())
+        r = e2e.run_pywalk(["dump", "-p", t.pid] + extra, timeout=120)
+        assert r.returncode == 1, (r.returncode, r.stdout[:300], r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "more than 4096 threads" in lines[0], r.stderr
+        assert t.proc.poll() is None
+        _all_running(t)
+    finally:
+        t.stop()
+
+
+@pytest.mark.core_only
+def test_dump_holds_as_many_threads_as_it_can(pywalk, interp):
+    # the bound is exact: 4,096 threads are all paused and shown, then resumed
+    t = e2e.Target(interp, "many_threads.py", args=["4096"])
+    try:
+        t.wait_ready(timeout=60)
+        r = e2e.run_pywalk(["dump", "-p", t.pid], timeout=120)
+        assert r.returncode == 0, r.stderr
+        head = r.stdout.splitlines()[0]
+        assert head.endswith(", 4096 threads:"), head
+        assert sorted(parse_text(r.stdout)) == t.tids()
+        _all_running(t)
+    finally:
+        t.stop()
