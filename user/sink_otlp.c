@@ -84,10 +84,9 @@ struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opt
 	struct sink *sink;
 	size_t len;
 
-	if (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)) {
-		snprintf(why, why_size, "%s: the URL must start with http:// or https://", o->url);
+	/* the check every HTTP sink makes: a host, no credentials, no query or fragment */
+	if (http_check_url(o->url, why, why_size))
 		return NULL;
-	}
 	len = strlen(o->url);
 	while (len && o->url[len - 1] == '/')
 		len--;

@@ -29,8 +29,9 @@ Covered, with their thresholds:
    whatever is delivered arrives once, in window order.
 4. Shutdown with a back end that is down or never answers: exit 0 within --flush-timeout
    + 3 s, and what was not delivered is reported as dropped.
-5. Usage errors: a URL that is not http(s), a missing credentials file, a tenant Pyroscope
-   would refuse: exit 1 or 2, one line naming the problem.
+5. Usage errors: a URL that is not http(s), has no host, credentials, a query or a
+   fragment (every HTTP sink, OTLP's too), a missing credentials file, a tenant Pyroscope
+   would refuse: exit 1 or 2, one line naming the problem, never the credentials.
 """
 import base64
 import collections
@@ -701,7 +702,18 @@ def one_line_error(r, mention):
     (["--parca", "http://127.0.0.1:1", "--token-file", "/nonexistent/token"],
      "/nonexistent/token"),
     (["--pyroscope", "http://127.0.0.1:1", "--tenant", "a/b"], "a/b"),
-], ids=["ftp", "no-scheme", "no-host", "query", "basic-auth-file", "token-file", "tenant"])
+    # every HTTP sink makes the same URL check, OTLP's too
+    (["--parca", "http://user:s3cret@127.0.0.1:7070"], "must not hold credentials"),
+    (["--otlp", "http://user:s3cret@127.0.0.1:4318"], "must not hold credentials"),
+    (["--otlp", "http://127.0.0.1:4318/?x=1"], "http://127.0.0.1:4318/?x=1"),
+    (["--otlp", "http://127.0.0.1:4318/#frag"], "http://127.0.0.1:4318/#frag"),
+    (["--otlp", "http://"], "http://"),
+    (["--otlp", "ftp://127.0.0.1:4318"], "ftp://127.0.0.1:4318"),
+], ids=["ftp", "no-scheme", "no-host", "query", "basic-auth-file", "token-file", "tenant",
+        "credentials", "otlp-credentials", "otlp-query", "otlp-fragment", "otlp-no-host",
+        "otlp-ftp"])
 def test_usage_errors(pywalk, target, args, mention):
     r = e2e.run_pywalk(["agent", "-p", target.pid] + args, timeout=20)
     one_line_error(r, mention)
+    # a refused URL's credentials are not repeated
+    assert "s3cret" not in r.stderr + r.stdout, r.stderr
