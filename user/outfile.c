@@ -267,8 +267,8 @@ static void fill_random(unsigned char *buf, size_t n)
 }
 
 /* Create the temporary file next to the destination: O_EXCL|O_NOFOLLOW, so it is a new
- * inode of ours whatever was planted, and mode 0666 so the umask decides. */
-static int open_temp(struct outfile *o, int dirfd)
+ * inode of ours whatever was planted, of `mode` minus the umask. */
+static int open_temp(struct outfile *o, int dirfd, mode_t mode)
 {
 	static const char alnum[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -287,7 +287,7 @@ static int open_temp(struct outfile *o, int dirfd)
 			suffix[j] = alnum[rnd[j] % (sizeof(alnum) - 1)];
 		suffix[TMP_RANDOM] = '\0';
 		snprintf(tmp, sizeof(tmp), ".%.*s" TMP_SUFFIX "%s", keep, o->name, suffix);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
@@ -399,7 +399,7 @@ int outfile_open(struct outfile *o, const char *path)
 		goto out;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (errno == ENOENT)
-			err = open_temp(o, dirfd);
+			err = open_temp(o, dirfd, 0666);
 		else
 			err = set_errno_why(o, -errno);
 	} else if (S_ISLNK(st.st_mode)) {
@@ -408,7 +408,7 @@ int outfile_open(struct outfile *o, const char *path)
 			      "instead",
 			      path);
 	} else if (S_ISREG(st.st_mode)) {
-		err = open_temp(o, dirfd);
+		err = open_temp(o, dirfd, 0666);
 	} else if (S_ISDIR(st.st_mode)) {
 		err = set_errno_why(o, -EISDIR);
 	} else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
@@ -421,6 +421,45 @@ out:
 	/* open_temp keeps dirfd for the rename; nothing else needs it */
 	if (dirfd >= 0 && o->dirfd != dirfd)
 		close(dirfd);
+	if (err)
+		release(o);
+	return err;
+}
+
+int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown,
+		    mode_t mode)
+{
+	struct stat st;
+	int fd, err;
+
+	memset(o, 0, sizeof(*o));
+	o->dirfd = -1;
+	o->path = strdup(shown);
+	o->name = strdup(name);
+	if (!o->path || !o->name || strlen(shown) < strlen(name)) {
+		err = set_errno_why(o, -ENOMEM);
+		goto out;
+	}
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		err = set_errno_why(o, -EINVAL);
+		goto out;
+	}
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		err = set_errno_why(o, -errno);
+		goto out;
+	}
+	if (!fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
+		err = S_ISLNK(st.st_mode) ? set_why(o, -ELOOP, "refusing to write through the "
+							"symbolic link %s", shown)
+					  : set_why(o, -EEXIST, "%s exists and is not a regular "
+								"file", shown);
+	else
+		err = open_temp(o, fd, mode);
+	/* open_temp keeps fd for the rename */
+	if (o->dirfd != fd)
+		close(fd);
+out:
 	if (err)
 		release(o);
 	return err;

@@ -32,6 +32,12 @@ struct outfile {
  *   umask) in the same directory; nothing existing is touched before outfile_commit().
  * Every descriptor is close-on-exec. 0 or a negative errno, with the reason in o->why. */
 int outfile_open(struct outfile *o, const char *path);
+/* A regular file `name` in the directory open as dirfd (the caller keeps it), made as
+ * above but of `mode` minus the umask: for a directory checked once and held, whatever
+ * its path leads to later. An existing `name` that is not a regular file (a symbolic link,
+ * a FIFO) is refused. `shown` is the path the messages name. */
+int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown,
+		    mode_t mode);
 /* Flush, close (no fsync) and rename the temporary file over the destination, which
  * replaces whatever is there without following it. 0 or a negative errno, with the reason
  * in o->why; the temporary file is removed on failure. */

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* The export-dir sink: one gzipped pprof file per window and process, written as -o writes
- * (outfile.c: no symlink followed, temporary file renamed into place), named so that the
+/* The export-dir sink: one gzipped pprof file per window and process, named so that the
  * files sort by time, and pruned by age and by total size after each write. Only files
- * with its own name pattern that are regular files are ever removed. */
+ * with its own name pattern that are regular files are ever removed.
+ *
+ * The files are written as root: the directory and every directory above it must be
+ * root's or ours and not writable by others (a sticky one, like /tmp, excepted above it),
+ * checked once at start on descriptors opened one component at a time without following
+ * links. The directory stays open, and every file is made relative to that descriptor
+ * (outfile.c: a temporary file of mode 0640 renamed into place, no link followed), so a
+ * path swapped later leads nowhere we write. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -17,8 +23,12 @@
 #include "outfile.h"
 #include "sinks.h"
 
+/* The directory is 0750 and its files 0640: a group the administrator chose may read them */
+#define FILE_MODE 0640
+
 struct dir_sink {
 	char dir[4096];
+	int dfd; /* the directory checked at start */
 	uint64_t keep_ns, keep_bytes; /* 0 = no limit */
 	uint64_t seq;
 };
@@ -62,7 +72,7 @@ static void prune(struct dir_sink *d, uint64_t now_ns)
 
 	if (!d->keep_ns && !d->keep_bytes)
 		return;
-	dfd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	dfd = openat(d->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
 	dir = fdopendir(dfd);
@@ -112,16 +122,17 @@ static enum export_result dir_deliver(void *ctx, const struct export_item *it, c
 	time_t secs = (time_t)(it->from_ns / 1000000000ull);
 	const char *pid = export_item__get(it, "pid");
 	struct outfile out = { 0 };
-	char path[4608], stamp[32];
+	char path[4608], name[256], stamp[32];
 	struct tm tm;
 	int err;
 
 	gmtime_r(&secs, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(path, sizeof(path), "%s/%s.%03uZ-%s-%s-%llu" NAME_SUFFIX, d->dir, stamp,
+	snprintf(name, sizeof(name), "%s.%03uZ-%s-%s-%llu" NAME_SUFFIX, stamp,
 		 (unsigned int)(it->from_ns / 1000000ull % 1000), it->service, pid ? pid : "0",
 		 (unsigned long long)d->seq++);
-	err = outfile_open(&out, path);
+	snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+	err = outfile_open_in(&out, d->dfd, name, path, FILE_MODE);
 	if (err) {
 		snprintf(why, why_size, "cannot write %s: %s", path, out.why);
 		return EXPORT_REJECT;
@@ -142,7 +153,11 @@ static enum export_result dir_deliver(void *ctx, const struct export_item *it, c
 
 static void dir_free(void *ctx)
 {
-	free(ctx);
+	struct dir_sink *d = ctx;
+
+	if (d && d->dfd >= 0)
+		close(d->dfd);
+	free(d);
 }
 
 static const struct sink_ops dir_ops = {
@@ -151,37 +166,99 @@ static const struct sink_ops dir_ops = {
 	.free = dir_free,
 };
 
+/* Whether a directory as fstat saw it may hold files root writes: root's or ours, and not
+ * writable by others, unless (above the export directory) sticky, where others cannot move
+ * what is ours. */
+static bool dir_is_safe(const struct stat *st, bool sticky_ok)
+{
+	if (!S_ISDIR(st->st_mode) || (st->st_uid != 0 && st->st_uid != geteuid()))
+		return false;
+	return !(st->st_mode & 022) || (sticky_ok && (st->st_mode & S_ISVTX));
+}
+
+/* Open `real` (absolute, no links: realpath's) one component at a time without following
+ * a link, checking each directory on its descriptor. The directory's descriptor, or -1
+ * with the reason in why. */
+static int open_checked(const char *real, char *why, size_t why_size)
+{
+	char prefix[4096], comp[256];
+	const char *p = real;
+	size_t plen = 0;
+	int cur = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	prefix[0] = 0;
+	while (cur >= 0) {
+		const char *end;
+		struct stat st;
+		int next;
+
+		while (*p == '/')
+			p++;
+		end = strchrnul(p, '/');
+		/* cur is the export directory once nothing is left of the path */
+		if (fstat(cur, &st) || !dir_is_safe(&st, *p)) {
+			snprintf(why, why_size,
+				 "%s is writable by other users or not ours: the export directory "
+				 "and the directories above it must be owned by root (or pywalk's "
+				 "user) and not group- or world-writable",
+				 prefix[0] ? prefix : "/");
+			close(cur);
+			return -1;
+		}
+		if (!*p)
+			return cur;
+		if ((size_t)(end - p) >= sizeof(comp) ||
+		    plen + 1 + (size_t)(end - p) >= sizeof(prefix)) {
+			snprintf(why, why_size, "%s: a path component is too long", real);
+			close(cur);
+			return -1;
+		}
+		memcpy(comp, p, (size_t)(end - p));
+		comp[end - p] = 0;
+		plen += (size_t)snprintf(prefix + plen, sizeof(prefix) - plen, "/%s", comp);
+		next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		cur = next;
+		p = end;
+		if (cur < 0) {
+			if (errno == ENOTDIR)
+				snprintf(why, why_size, "%s is not a directory", prefix);
+			else
+				snprintf(why, why_size, "cannot open %s: %s", prefix, strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(why, why_size, "cannot open /: %s", strerror(errno));
+	return -1;
+}
+
 struct sink *sink_dir_new(const char *dir, uint64_t keep_ns, uint64_t keep_bytes,
 			  const struct sink_opts *opts, char *why, size_t why_size)
 {
 	struct dir_sink *d = calloc(1, sizeof(*d));
-	struct stat st;
 
 	if (!d) {
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	}
+	d->dfd = -1;
 	if (mkdir(dir, 0750) && errno != EEXIST) {
 		snprintf(why, why_size, "cannot create %s: %s", dir, strerror(errno));
 		free(d);
 		return NULL;
 	}
-	/* the files are written as root: a directory another user can write (or swap) would
-	 * let them choose what gets pruned or read the profiles */
-	if (!realpath(dir, d->dir) || stat(d->dir, &st) || !S_ISDIR(st.st_mode)) {
+	if (!realpath(dir, d->dir)) {
 		snprintf(why, why_size, "%s is not a directory", dir);
 		free(d);
 		return NULL;
 	}
-	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
-		snprintf(why, why_size,
-			 "%s is writable by other users or not ours: the export directory must "
-			 "be owned by root (or pywalk's user) and not group- or world-writable",
-			 d->dir);
+	d->dfd = open_checked(d->dir, why, why_size);
+	if (d->dfd < 0) {
 		free(d);
 		return NULL;
 	}
 	d->keep_ns = keep_ns;
 	d->keep_bytes = keep_bytes;
+	/* sink__new frees d when it fails */
 	return sink__new("export-dir", &dir_ops, d, opts);
 }

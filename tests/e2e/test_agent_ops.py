@@ -555,7 +555,8 @@ def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, a
         assert m.group(2) == "known_shape", name
         per_pid.setdefault(int(m.group(3)), []).append(name)
         st = os.lstat(files[name])
-        assert st.st_mode & 0o777 == 0o644 and st.st_uid == 0, (name, oct(st.st_mode))
+        # root's, readable by the directory's group at most (the umask may take more)
+        assert st.st_mode & 0o137 == 0 and st.st_uid == 0, (name, oct(st.st_mode))
         raw = Raw(pprof_raw(go_env, files[name]))
         raws.append((name, raw))
         assert raw.pids() == {int(m.group(3))}, (name, raw.pids())
@@ -671,6 +672,51 @@ def test_export_dir_others_can_write_is_refused(pywalk, tmp_path, how):
     assert os.listdir(d) == []
 
 
+@pytest.mark.core_only
+@pytest.mark.parametrize("how", ["parent-777", "parent-770", "parent-nobody",
+                                 "grandparent-777"])
+def test_export_dir_under_a_directory_others_can_write_is_refused(pywalk, tmp_path, how):
+    # whoever can write a directory above the export dir can swap the export dir
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    os.chmod(str(parent), 0o755)
+    d = export_dir(parent)
+    shown = str(parent)
+    if how == "parent-777":
+        os.chmod(str(parent), 0o777)
+    elif how == "parent-770":
+        os.chmod(str(parent), 0o770)
+    elif how == "parent-nobody":
+        os.chown(str(parent), NOBODY, NOBODY)
+    else:
+        os.chmod(str(tmp_path), 0o777)
+        shown = str(tmp_path)
+    try:
+        r = e2e.run_pywalk(["agent", "--all", "--export-dir", d], timeout=30)
+    finally:
+        os.chmod(str(tmp_path), 0o700)
+    assert r.returncode == 1, "exit %d\n%s" % (r.returncode, r.stderr)
+    assert "%s is writable by other users or not ours" % shown in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert os.listdir(d) == []
+
+
+@pytest.mark.core_only
+def test_export_dir_under_a_sticky_directory_is_taken(pywalk, interp, start_target, agents,
+                                                      tmp_path):
+    # /tmp's kind: others may write it, but cannot move what is ours
+    t = start_target(interp)
+    parent = tmp_path / "sticky"
+    parent.mkdir()
+    os.chmod(str(parent), 0o1777)
+    d = export_dir(parent)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1s", "--export-dir", d], tmp_path,
+                metrics=False)
+    wait_for(lambda: exported(d), 10, "the first window's file")
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+
+
 def as_nobody(fn):
     """Run fn() in a child process as uid/gid 65534."""
     pid = os.fork()
@@ -733,6 +779,37 @@ def test_symlink_at_a_files_final_name_is_not_followed(pywalk, interp, start_tar
         len(names), rejected, len(real)))
     assert rejected >= 1, "no window met a planted link (timing): %s" % real
     assert "symbolic link" in ag.stderr() or "link" in ag.stderr(), ag.stderr()
+
+
+@pytest.mark.core_only
+def test_export_dir_swapped_later_is_not_written(pywalk, interp, start_target, agents,
+                                                 tmp_path, request_cleanup):
+    """The directory is checked and held at start; if its parent later becomes writable by
+    others and another user swaps in a directory of theirs, no file goes there: they keep
+    going to the directory that was checked."""
+    t = start_target(interp)
+    base = tempfile.mkdtemp(prefix="pywalk-agent-swap-", dir="/tmp")
+    request_cleanup.append(lambda: shutil.rmtree(base, ignore_errors=True))
+    os.chmod(base, 0o755)
+    d = export_dir(pathlib.Path(base))
+    moved = d + ".moved"
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "1s", "--export-dir", d], tmp_path)
+    wait_for(lambda: exported(d), 10, "the first window's file")
+    os.chmod(base, 0o777)
+
+    def swap():
+        os.rename(d, moved)
+        os.mkdir(d, 0o777)
+        os.chmod(d, 0o777)
+
+    as_nobody(swap)
+    before = len(exported(moved))
+    wait_for(lambda: len(exported(moved)) >= before + 2, 15,
+             "two more windows' files in the directory that was checked")
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    assert os.stat(d).st_uid == NOBODY
+    assert os.listdir(d) == [], "written into the swapped-in directory: %s" % os.listdir(d)
 
 
 # --- config file and signals --------------------------------------------------------
