@@ -1139,17 +1139,21 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
  * threads by their OS names), and with -v always. */
 static void print_names(const struct profile_names *n)
 {
-	if (!n->failed && !n->unreadable && log_level < LOG_DEBUG)
+	bool missed = n->failed || n->unreadable || n->over_budget;
+
+	if (!missed && log_level < LOG_DEBUG)
 		return;
-	log_printf(n->failed || n->unreadable ? LOG_INFO : LOG_DEBUG,
+	log_printf(missed ? LOG_INFO : LOG_DEBUG,
 		   "pywalk: Python thread names: %llu of %llu sampled thread%s named; %llu "
-		   "read%s of threading's threads, %llu failed, %llu found no threading module, "
-		   "%llu name%s unreadable\n",
+		   "read%s of threading's threads (%llu memory reads), %llu failed, %llu found "
+		   "no threading module, %llu held back by the process's read budget, %llu "
+		   "name%s unreadable\n",
 		   (unsigned long long)n->named, (unsigned long long)n->threads,
 		   n->threads == 1 ? "" : "s", (unsigned long long)n->reads,
-		   n->reads == 1 ? "" : "s",
+		   n->reads == 1 ? "" : "s", (unsigned long long)n->mem_reads,
 		   (unsigned long long)n->failed, (unsigned long long)n->no_threading,
-		   (unsigned long long)n->unreadable, n->unreadable == 1 ? "" : "s");
+		   (unsigned long long)n->over_budget, (unsigned long long)n->unreadable,
+		   n->unreadable == 1 ? "" : "s");
 }
 
 void engine__print_details(struct engine *e, const struct engine_counts *c)

@@ -36,6 +36,14 @@ static size_t fcache_max(size_t symtab_budget)
  * or a thread that never called into threading). */
 #define NAMES_REFRESH_NS 200000000ull
 #define NAMES_TRIES 8
+/* Each process's name reads come from a bucket of memory reads, refilled at a rate one
+ * scan of an ordinary process needs a sliver of, and holding one scan's most: a crafted
+ * threading._active makes every scan cost that most, and would otherwise cost that 5
+ * times a second, a reader's whole second per hostile process. A scan is not started
+ * with less than the minimum left. */
+#define NAMES_READS_PER_S 10000ull
+#define NAMES_READS_BURST ((uint64_t)PYTHREADS_MAX_READS)
+#define NAMES_READS_MIN 1000ull
 
 struct thread_name {
 	uint32_t proc, tid;
@@ -67,6 +75,8 @@ struct proc {
 	bool own_pidns;
 	struct pythreads_src names; /* where its thread names are read */
 	uint64_t names_next_ns;	    /* no read of them before this (record time) */
+	uint64_t names_tokens;	    /* memory reads its name reads may still make */
+	uint64_t names_refill_ns;   /* record time the bucket was last refilled */
 };
 
 struct profile {
@@ -211,6 +221,7 @@ int profile__add_target(struct profile *p, const struct target *t)
 	pr->lay = t->ver.obj;
 	pr->own_pidns = t->own_pidns;
 	pythreads_src_of(t, &pr->names);
+	pr->names_tokens = NAMES_READS_BURST;
 	id = intern_add(&p->procs, hash_mix64(t->id), pr);
 	return id < 0 ? (int)id : 0;
 }
@@ -248,6 +259,19 @@ static void copy_name(char *dst, size_t size, const char *src)
 	memcpy(dst + n, "\xe2\x80\xa6", 4);
 }
 
+static void refill_names_bucket(struct proc *pr, uint64_t now)
+{
+	uint64_t dt = now > pr->names_refill_ns ? now - pr->names_refill_ns : 0;
+
+	if (!pr->names_refill_ns || dt >= 1000000000ull * NAMES_READS_BURST / NAMES_READS_PER_S)
+		pr->names_tokens = NAMES_READS_BURST;
+	else
+		pr->names_tokens += dt * NAMES_READS_PER_S / 1000000000ull;
+	if (pr->names_tokens > NAMES_READS_BURST)
+		pr->names_tokens = NAMES_READS_BURST;
+	pr->names_refill_ns = now;
+}
+
 /* Read process `proc`'s Python thread names and give them to its threads that have none
  * yet. */
 static void read_names(struct profile *p, uint32_t proc, uint64_t now)
@@ -261,9 +285,19 @@ static void read_names(struct profile *p, uint32_t proc, uint64_t now)
 		p->names_buf = calloc(PYTHREADS_MAX, sizeof(*p->names_buf));
 	if (!p->names_buf)
 		return;
+	refill_names_bucket(pr, now);
+	if (pr->names_tokens < NAMES_READS_MIN) {
+		p->names.over_budget++;
+		return; /* no try is spent: the threads are looked for again later */
+	}
+	pr->names.max_reads = (uint32_t)pr->names_tokens;
 	p->names.reads++;
 	err = pythreads_read(&pr->names, p->names_buf, PYTHREADS_MAX, &res);
-	if (err == -ENOENT)
+	pr->names_tokens -= res.reads < pr->names_tokens ? res.reads : pr->names_tokens;
+	p->names.mem_reads += res.reads;
+	if (res.cut && pr->names.max_reads < PYTHREADS_MAX_READS)
+		p->names.over_budget++; /* cut short by the budget, not by the bound of a scan */
+	else if (err == -ENOENT)
 		p->names.no_threading++;
 	else if (err)
 		p->names.failed++;

@@ -204,6 +204,8 @@ const char *profile__proc_thread_os_name(const struct profile *p, uint32_t proc,
 struct profile_names {
 	uint64_t threads, named;
 	uint64_t reads, failed, no_threading, unreadable;
+	uint64_t mem_reads;   /* memory reads the scans made */
+	uint64_t over_budget; /* scans not started, or cut, for the process's read budget */
 };
 const struct profile_names *profile__names(const struct profile *p);
 /* "sleeping", "uninterruptible", "preempted" or "other" when agg frame `frame_id` is an

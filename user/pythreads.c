@@ -30,7 +30,6 @@
 
 /* Bounds on what one read may walk: a dict's entries, reads in all. */
 #define MAX_ENTRIES 65536
-#define MAX_READS 200000
 #define ENTRY_CHUNK 128
 
 /* The attribute and key names looked for; a dict key's address is remembered with which
@@ -42,7 +41,8 @@ static const char *const wanted_names[W__COUNT] = { "threading", "_active", "_na
 
 struct reader {
 	struct pythreads_src *src;
-	unsigned long reads;
+	unsigned long reads, max_reads;
+	bool cut; /* a read was refused for max_reads: what was found is not all there is */
 	struct {
 		uint64_t addr;
 		uint8_t which;
@@ -58,8 +58,11 @@ static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
 {
 	if (!addr || addr + len < addr)
 		return -EFAULT;
-	if (++r->reads > MAX_READS)
+	if (r->reads == r->max_reads) {
+		r->cut = true;
 		return -E2BIG;
+	}
+	r->reads++;
 	return r->src->read(r->src->ctx, addr, buf, len) ? -EFAULT : 0;
 }
 
@@ -450,6 +453,8 @@ int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t 
 	if (!r)
 		return -ENOMEM;
 	r->src = src;
+	r->max_reads = src->max_reads && src->max_reads < PYTHREADS_MAX_READS ? src->max_reads
+									     : PYTHREADS_MAX_READS;
 	if (!src->mod.interp_modules || src->minor < 10 || src->minor > 15) {
 		free(r);
 		return -ENOTSUP;
@@ -472,6 +477,8 @@ int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t 
 	}
 	if (err)
 		src->active_dict = 0;
+	res->reads = r->reads;
+	res->cut = r->cut;
 	free(r);
 	return err;
 }

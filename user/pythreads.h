@@ -8,6 +8,7 @@
 #ifndef PW_PYTHREADS_H
 #define PW_PYTHREADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,8 @@
 #define PYTHREADS_NAME_SIZE (PYTHREADS_NAME_CHARS * 4 + 4)
 /* Threads read from one _active dict at most. */
 #define PYTHREADS_MAX 4096
+/* Memory reads one call makes at most. */
+#define PYTHREADS_MAX_READS 200000
 
 /* Reads `len` bytes at `addr` of the target into buf: 0 or a negative errno. */
 typedef int (*pythreads_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -33,6 +36,9 @@ struct pythreads_src {
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
 	/* in and out: the _active dict found last time, tried first (0: look it up) */
 	uint64_t active_dict;
+	/* in: most memory reads the next call may make, for a caller's own budget (0:
+	 * PYTHREADS_MAX_READS); past it, what is left is not read (res->cut) */
+	uint32_t max_reads;
 };
 
 struct pythread_name {
@@ -45,6 +51,8 @@ struct pythreads_result {
 	size_t nthreads;    /* entries of _active */
 	size_t named;	    /* of them, with a name and a native id */
 	size_t unreadable;  /* of them, whose name or native id could not be read */
+	size_t reads;	    /* memory reads made */
+	bool cut;	    /* a read was refused (max_reads): threads may be missing */
 };
 
 /* The pythreads_src for an inspected target, reading through /proc (proc_read_mem). */
@@ -53,7 +61,8 @@ void pythreads_src_of(const struct target *t, struct pythreads_src *src);
 
 /* Read the names of every thread of the target that threading knows, into out[0..cap).
  * 0, or a negative errno (-ENOENT: threading is not imported; -EPROTO: something read did
- * not have the shape it must have; -EFAULT: memory could not be read). */
+ * not have the shape it must have; -EFAULT: memory could not be read; -E2BIG: the reads
+ * allowed ran out before _active was found). res->reads and res->cut are set either way. */
 int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t cap,
 		   struct pythreads_result *res);
 

@@ -11,6 +11,7 @@ with "late" (one more thread starts a second after pywalk attached), on every in
 """
 import json
 import re
+import time
 
 import pytest
 
@@ -90,3 +91,31 @@ def test_html_and_speedscope_name_threads_by_python_name(pywalk, interp, start_t
             shown[m.group(1)] = int(m.group(2))
         assert sorted(shown) == sorted(OWN), (out, labels)
         assert shown["MainThread"] == t.pid, (out, labels)
+
+
+NAMES_RE = re.compile(r"Python thread names: .*\((\d+) memory reads\), (\d+) failed, \d+ found "
+                      r"no threading module, (\d+) held back by the process's read budget")
+# pywalk's budget of memory reads for one process's names: a scan's most at once, then
+# this many a second
+NAMES_READS_BURST, NAMES_READS_PER_S = 200000, 10000
+
+
+@pytest.mark.core_only
+def test_a_crafted_active_dict_gets_only_the_read_budget(pywalk, interp, start_target):
+    # every scan of names_flood.py's _active costs the most one scan may read, and a new
+    # thread wants its name every 50 ms: the scans get the budget, not the sampler
+    t = start_target(interp, script="names_flood.py")
+    seconds = 4
+    start = time.monotonic()
+    r = e2e.run_pywalk(["record", "-p", t.pid, "-d", seconds, "-o", "/dev/null"],
+                       timeout=120)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    m = NAMES_RE.search(r.stderr)
+    assert m, r.stderr
+    reads, failed, held_back = (int(x) for x in m.groups())
+    budget = NAMES_READS_BURST + NAMES_READS_PER_S * elapsed
+    print("%d memory reads in %.1f s (budget %d), %d scans failed, %d held back" % (
+        reads, elapsed, budget, failed, held_back))
+    assert NAMES_READS_BURST <= reads <= budget, (reads, budget, r.stderr)
+    assert held_back >= 1, r.stderr

@@ -218,6 +218,39 @@ static void names_are_read(unsigned int minor)
 	assert_int_equal(res.named, 2);
 }
 
+/* A caller's budget of reads is kept to, and says when it cut the read short. */
+static void test_read_budget(void **state)
+{
+	uint64_t names[2], active, threads[2];
+	struct pythreads_src src;
+	struct pythreads_result res;
+	size_t all;
+
+	(void)state;
+	init(&fk, 12);
+	names[0] = ascii(&fk, "MainThread");
+	names[1] = ascii(&fk, "other");
+	build(&fk, 2, names, &active, threads, &src);
+	assert_int_equal(pythreads_read(&src, out, 8, &res), 0);
+	assert_int_equal(res.named, 2);
+	assert_false(res.cut);
+	all = res.reads;
+	assert_true(all > 4);
+	for (uint32_t budget = 1; budget < all; budget++) {
+		src.active_dict = 0; /* looked up again each time */
+		src.max_reads = budget;
+		pythreads_read(&src, out, 8, &res);
+		assert_int_equal(res.reads, budget);
+		assert_true(res.cut);
+		assert_true(res.named < 2);
+	}
+	src.active_dict = 0;
+	src.max_reads = (uint32_t)all;
+	assert_int_equal(pythreads_read(&src, out, 8, &res), 0);
+	assert_int_equal(res.named, 2);
+	assert_int_equal(res.reads, all);
+}
+
 static void test_names_3_12_tagged_values(void **state)
 {
 	(void)state;
@@ -305,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_names_3_12_tagged_values),
 		cmocka_unit_test(test_names_3_13_inline_values),
 		cmocka_unit_test(test_long_name_is_cut),
+		cmocka_unit_test(test_read_budget),
 		cmocka_unit_test(test_lying_memory),
 	};
 
