@@ -22,9 +22,9 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WERROR ?= $(if $(CI),-Werror,)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra $(WERROR)
-PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libdw libmicrohttpd libcurl 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs libbpf libelf libdw libmicrohttpd libcurl 2>/dev/null || \
-	echo -lbpf -lelf -ldw -lmicrohttpd -lcurl) -lz -lpthread -lstdc++
+PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null || \
+	echo -lbpf -lelf -ldw -lmicrohttpd -lcurl -llzma) -lz -lpthread -lstdc++
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the host's
 # multiarch include directory, which -target bpf does not search.
