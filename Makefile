@@ -139,7 +139,7 @@ bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
 # ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
-FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape
+FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape debuglink demangle
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -152,8 +152,13 @@ FUZZ_MODS_elf := elfinfo
 FUZZ_MODS_elfprobe := elfprobe util
 FUZZ_MODS_maps := proc util
 FUZZ_MODS_escape := escape util
+FUZZ_MODS_debuglink := debugfile proc util
+FUZZ_MODS_demangle := demangle
 FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
 FUZZ_LIBS_elfprobe := $(FUZZ_LIBS_elf)
+FUZZ_LIBS_debuglink := $(shell pkg-config --libs libdw liblzma zlib 2>/dev/null || \
+	echo -ldw -lelf -llzma -lz)
+FUZZ_LIBS_demangle := -lstdc++
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj
