@@ -409,13 +409,17 @@ static bool module_holds(Dwfl *dwfl, uint64_t addr)
 	return mod && low <= addr && addr < high;
 }
 
-/* The .gnu_debugdata section of `e` (MiniDebugInfo), NULL if it has none. */
-static Elf_Data *minidebug_section(Elf *e)
+#define MINIDEBUG_NAME ".gnu_debugdata"
+
+/* The .gnu_debugdata section of `e` (MiniDebugInfo), NULL if it has none; where its name
+ * lies in the file in *name_off. */
+static Elf_Data *minidebug_section(Elf *e, uint64_t *name_off)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
+	GElf_Shdr strs;
 
-	if (elf_getshdrstrndx(e, &shstrndx))
+	if (elf_getshdrstrndx(e, &shstrndx) || !gelf_getshdr(elf_getscn(e, shstrndx), &strs))
 		return NULL;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
@@ -424,14 +428,16 @@ static Elf_Data *minidebug_section(Elf *e)
 		if (!gelf_getshdr(scn, &sh))
 			return NULL;
 		name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".gnu_debugdata"))
+		if (name && !strcmp(name, MINIDEBUG_NAME)) {
+			*name_off = strs.sh_offset + sh.sh_name;
 			return elf_rawdata(scn, NULL);
+		}
 	}
 	return NULL;
 }
 
-/* A sealed in-memory copy of the first `size` bytes of fd, or -errno. */
-static int sealed_copy(int fd, uint64_t size)
+/* An in-memory copy of the first `size` bytes of fd (sealable), or -errno. */
+static int memfd_copy(int fd, uint64_t size)
 {
 	int mfd = memfd_create("pywalk-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	off_t off = 0;
@@ -446,38 +452,45 @@ static int sealed_copy(int fd, uint64_t size)
 		if (n <= 0)
 			break; /* shrunk: the copy is what there was */
 	}
-	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
-		int err = -errno;
-
-		close(mfd);
-		return err;
-	}
 	return mfd;
 }
 
-/* libdwfl unpacks a binary's MiniDebugInfo with no bound on its size: a binary that has
+/* libdwfl unpacks a binary's MiniDebugInfo with no bound on its size, so a binary that has
  * one is handed to it as a sealed copy (the target can no longer change it) whose
- * .gnu_debugdata was first unpacked here, into nothing, within MINIDEBUG_MAX. *fd is
- * replaced by the copy. 0, or -EFBIG/-errno: the module is not to be reported. */
-static int vet_minidebug(int *fd, uint64_t size)
+ * .gnu_debugdata was first unpacked here, into nothing: past MINIDEBUG_MAX (or broken) the
+ * copy's section is renamed, and libdwfl unwinds the module without it. *fd is replaced
+ * by the copy. 0, or -errno: the module is not to be reported. */
+static int vet_minidebug(pid_t pid, const char *path, int *fd, uint64_t size)
 {
+	static const char renamed[] = ".pywalk_refuse";
 	Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
-	Elf_Data *d = e ? minidebug_section(e) : NULL;
+	uint64_t name_off = 0;
+	Elf_Data *d = e ? minidebug_section(e, &name_off) : NULL;
+	bool refuse = false;
 	int copy, err = 0;
 
+	_Static_assert(sizeof(renamed) == sizeof(MINIDEBUG_NAME), "same length");
 	if (e)
 		elf_end(e);
 	if (!d)
 		return 0;
-	copy = sealed_copy(*fd, size);
+	copy = memfd_copy(*fd, size);
 	if (copy < 0)
 		return copy;
 	e = elf_begin(copy, ELF_C_READ_MMAP, NULL);
-	d = e ? minidebug_section(e) : NULL;
-	if (d && !minidebug_ok(d->d_buf, d->d_size, MINIDEBUG_MAX))
-		err = -EFBIG;
+	d = e ? minidebug_section(e, &name_off) : NULL;
+	refuse = d && !minidebug_ok(d->d_buf, d->d_size, MINIDEBUG_MAX);
 	if (e)
 		elf_end(e);
+	if (refuse) {
+		pw_debug("native: %d: %s: its MiniDebugInfo does not unpack within %llu bytes: "
+			 "not used\n", (int)pid, path, MINIDEBUG_MAX);
+		if (pwrite(copy, renamed, sizeof(renamed), (off_t)name_off) != sizeof(renamed))
+			err = -EIO;
+	}
+	if (!err && fcntl(copy, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
+						 F_SEAL_SEAL))
+		err = -errno;
 	if (err) {
 		close(copy);
 		return err;
@@ -543,10 +556,10 @@ static int report_maps(struct native *n, struct nproc *p)
 			close(fd);
 			continue;
 		}
-		err = vet_minidebug(&fd, (uint64_t)st.st_size);
+		err = vet_minidebug(p->pid, m->path, &fd, (uint64_t)st.st_size);
 		if (err) {
-			pw_debug("native: %d: %s: its MiniDebugInfo does not unpack within %llu "
-				 "bytes: not used\n", (int)p->pid, m->path, MINIDEBUG_MAX);
+			pw_debug("native: %d: %s: cannot copy it: %s\n", (int)p->pid, m->path,
+				 strerror(-err));
 			close(fd);
 			err = 0;
 			continue;

@@ -13,7 +13,9 @@
   that program ends.
 * --native's debug files: a stripped library's .gnu_debuglink naming a FIFO or /dev/zero
   out of its directory (or through a symlink), or a build-id link in the target's own
-  /usr/lib/debug pointing at a FIFO, is never opened; the recording ends on time.
+  /usr/lib/debug pointing at a FIFO, is never opened; the recording ends on time. A debug
+  file by debuglink (CRC) or by build-id in the target's root still names the library's
+  frames. A MiniDebugInfo bomb (512 MiB of zeros) is not unpacked.
 """
 import os
 import pathlib
@@ -422,3 +424,80 @@ def test_build_id_link_out_of_the_targets_debug_tree_is_not_followed(pywalk, tmp
         _check_recorded(r, out)
     finally:
         os.unlink(fifo)
+
+
+def _named_in_lib(out):
+    return sum(n for frames, n in e2e.parse_folded(out)
+               if any(f == "spin_native [native]" for f in frames))
+
+
+@pytest.mark.parametrize("how", ["debuglink", "build-id"])
+def test_debug_file_still_names_a_stripped_library(pywalk, tmp_path, how):
+    """What the search must still find: the library's debug file next to it by debuglink
+    (matched by CRC, the library has no build-id), or by build-id in the target's own
+    /usr/lib/debug (a private mount namespace): its frames are named spin_native."""
+    work = tmp_path / "lib"
+    work.mkdir()
+    prefix = []
+    if how == "debuglink":
+        lib = _stripped_lib(str(work), build_id=False)
+        debug = str(work / "libspin.so.debug")
+        run(["objcopy", "--only-keep-debug", str(work / "libfull.so"), debug]).check_returncode()
+        run(["objcopy", "--add-gnu-debuglink=" + debug, lib], cwd=str(work)).check_returncode()
+    else:
+        lib = _stripped_lib(str(work))
+        bid = run(["readelf", "-n", lib]).stdout.split("Build ID:")[1].split()[0]
+        debug = str(work / "full.debug")
+        run(["objcopy", "--only-keep-debug", str(work / "libfull.so"), debug]).check_returncode()
+        script = ("set -e; mount -t tmpfs tmpfs /usr/lib/debug; "
+                  "mkdir -p /usr/lib/debug/.build-id/%s; cp %s /usr/lib/debug/.build-id/%s/%s.debug; "
+                  "exec \"$@\"" % (bid[:2], debug, bid[:2], bid[2:]))
+        prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+    target = _spin_in(lib, tmp_path, prefix=prefix)
+    try:
+        out = tmp_path / "p.folded"
+        r, _ = _record_native_until_done(pywalk, target.pid, out)
+    finally:
+        os.killpg(target.pid, 9)
+        target.wait()
+    _check_recorded(r, out)
+    total = sum(n for _, n in e2e.parse_folded(out))
+    assert _named_in_lib(out) >= total // 2, "%d of %d samples named spin_native\n%s" % (
+        _named_in_lib(out), total, r.stderr)
+
+
+def test_minidebuginfo_bomb_is_not_unpacked(pywalk, tmp_path):
+    """A library's .gnu_debugdata that unpacks to 512 MiB of zeros (80 KiB of xz): libdwfl
+    unpacked it whole into pywalk's memory. It is refused past 64 MiB: pywalk's peak RSS
+    stays far below it and the recording ends normally."""
+    import lzma
+    work = tmp_path / "lib"
+    work.mkdir()
+    lib = _stripped_lib(str(work))
+    bomb = str(work / "bomb.xz")
+    comp = lzma.LZMACompressor(format=lzma.FORMAT_XZ, preset=0)
+    with open(bomb, "wb") as f:
+        chunk = bytes(1 << 20)
+        for _ in range(512):
+            f.write(comp.compress(chunk))
+        f.write(comp.flush())
+    run(["objcopy", "--add-section", ".gnu_debugdata=" + bomb, lib]).check_returncode()
+    target = _spin_in(lib, tmp_path)
+    out = tmp_path / "p.folded"
+    try:
+        pw = subprocess.Popen([pywalk, "record", "-v", "--native", "-p", str(target.pid), "-d",
+                               "3", "-F", "99", "-o", str(out)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+        err = pw.stderr.read()
+        _, status, usage = os.wait4(pw.pid, 0)
+        pw.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        os.killpg(target.pid, 9)
+        target.wait()
+    r = subprocess.CompletedProcess(pw.args, pw.returncode, "", err)
+    _check_recorded(r, out)
+    peak_mib = usage.ru_maxrss / 1024
+    assert peak_mib < 256, "pywalk peaked at %.0f MiB: it unpacked the bomb\n%s" % (
+        peak_mib, err[-2000:])
+    assert "MiniDebugInfo does not unpack within" in err, err[-2000:]
