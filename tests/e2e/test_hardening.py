@@ -15,7 +15,8 @@
   out of its directory (or through a symlink), or a build-id link in the target's own
   /usr/lib/debug pointing at a FIFO, is never opened; the recording ends on time. A debug
   file by debuglink (CRC) or by build-id in the target's root still names the library's
-  frames. A MiniDebugInfo bomb (512 MiB of zeros) is not unpacked.
+  frames. A MiniDebugInfo bomb (512 MiB of zeros) is not unpacked; DEBUGINFOD_URLS in
+  root's environment is never contacted.
 """
 import os
 import pathlib
@@ -501,3 +502,39 @@ def test_minidebuginfo_bomb_is_not_unpacked(pywalk, tmp_path):
     assert peak_mib < 256, "pywalk peaked at %.0f MiB: it unpacked the bomb\n%s" % (
         peak_mib, err[-2000:])
     assert "MiniDebugInfo does not unpack within" in err, err[-2000:]
+
+
+def test_debuginfod_is_not_asked(pywalk, tmp_path):
+    """root's environment may name a debuginfod server: a target's build-id must not make
+    pywalk fetch from the network (elfutils' search asked DEBUGINFOD_URLS for every debug
+    file it did not find). A listener stands for the server: no one connects to it."""
+    import socket
+    work = tmp_path / "lib"
+    work.mkdir()
+    lib = _stripped_lib(str(work))
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.setblocking(False)
+    target = _spin_in(lib, tmp_path)
+    out = tmp_path / "p.folded"
+    env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:%d" % srv.getsockname()[1],
+               DEBUGINFOD_CACHE_PATH=str(tmp_path / "debuginfod-cache"),
+               DEBUGINFOD_TIMEOUT="2")
+    try:
+        r = subprocess.run([pywalk, "record", "--native", "-p", str(target.pid), "-d", "3",
+                            "-F", "99", "-o", str(out)], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           universal_newlines=True, timeout=90)
+    finally:
+        os.killpg(target.pid, 9)
+        target.wait()
+    try:
+        conn, _ = srv.accept()
+        conn.close()
+        asked = True
+    except BlockingIOError:
+        asked = False
+    srv.close()
+    assert not asked, "pywalk connected to DEBUGINFOD_URLS' server\n" + r.stderr
+    _check_recorded(r, out)
