@@ -16,10 +16,12 @@
   /usr/lib/debug pointing at a FIFO, is never opened; the recording ends on time. A debug
   file by debuglink (CRC) or by build-id in the target's root still names the library's
   frames. A MiniDebugInfo bomb (512 MiB of zeros) is not unpacked; DEBUGINFOD_URLS in
-  root's environment is never contacted.
+  root's environment is never contacted. --native-cache makes room before a binary is
+  mapped: two processes over the budget never hold both their binaries at once.
 """
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -538,3 +540,37 @@ def test_debuginfod_is_not_asked(pywalk, tmp_path):
     srv.close()
     assert not asked, "pywalk connected to DEBUGINFOD_URLS' server\n" + r.stderr
     _check_recorded(r, out)
+
+
+HELD = re.compile(r"binaries held ([\d.]+) MiB at most \(budget 1 MiB\), (\d+) processes closed")
+
+
+def test_native_budget_is_made_room_for_before_a_file_is_mapped(pywalk, tmp_path):
+    """--native-cache is charged before libdwfl maps a binary: the processes sampled less
+    recently are closed first, so two processes, each over a 1 MiB budget, never hold both
+    their binaries at once (the old code charged after mapping: its peak was both)."""
+    work = tmp_path / "lib"
+    work.mkdir()
+    lib = _stripped_lib(str(work))
+    targets = [_spin_in(lib, tmp_path) for _ in range(2)]
+    held = []
+    try:
+        for pids in ([targets[0].pid], [t.pid for t in targets]):
+            out = tmp_path / ("p%d.folded" % len(pids))
+            r = run([pywalk, "record", "--native", "--native-cache", "1M", "-p",
+                     ",".join(str(p) for p in pids), "-d", "3", "-F", "49", "-o", out],
+                    timeout=90)
+            _check_recorded(r, out)
+            m = HELD.search(r.stderr)
+            assert m, r.stderr
+            held.append((float(m.group(1)), int(m.group(2)), r.stderr))
+    finally:
+        for t in targets:
+            os.killpg(t.pid, 9)
+            t.wait()
+    (alone, _, _), (both, closed, err) = held
+    assert closed >= 2, "the two processes did not take turns\n" + err
+    # one process at a time: never more than one holds alone (which maps the same files),
+    # give or take what its names cost, well under the budget's 1 MiB
+    assert both <= alone + 1, "two processes held %.1f MiB at once, one alone %.1f MiB\n%s" % (
+        both, alone, err)
