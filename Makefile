@@ -22,9 +22,9 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 WERROR ?= $(if $(CI),-Werror,)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra $(WERROR)
-PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libdw libmicrohttpd libcurl 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs libbpf libelf libdw libmicrohttpd libcurl 2>/dev/null || \
-	echo -lbpf -lelf -ldw -lmicrohttpd -lcurl) -lz -lpthread -lstdc++
+PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null || \
+	echo -lbpf -lelf -ldw -lmicrohttpd -lcurl -llzma) -lz -lpthread -lstdc++
 USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(PKG_CFLAGS) -MMD -MP
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives in the host's
 # multiarch include directory, which -target bpf does not search.
@@ -139,7 +139,7 @@ bench: $(O)/pywalk
 	$(Q)scripts/bench.sh
 
 # ---- fuzzing: libFuzzer targets over the parsers of target-controlled input ----------------
-FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape
+FUZZ_TARGETS := linetable strdecode debug_offsets elf elfprobe maps escape debuglink demangle
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -152,8 +152,13 @@ FUZZ_MODS_elf := elfinfo
 FUZZ_MODS_elfprobe := elfprobe util
 FUZZ_MODS_maps := proc util
 FUZZ_MODS_escape := escape util
+FUZZ_MODS_debuglink := debugfile proc util
+FUZZ_MODS_demangle := demangle
 FUZZ_LIBS_elf := $(shell pkg-config --libs libelf 2>/dev/null || echo -lelf)
 FUZZ_LIBS_elfprobe := $(FUZZ_LIBS_elf)
+FUZZ_LIBS_debuglink := $(shell pkg-config --libs libdw liblzma zlib 2>/dev/null || \
+	echo -ldw -lelf -llzma -lz)
+FUZZ_LIBS_demangle := -lstdc++
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 $(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj

@@ -12,7 +12,9 @@ char *demangle(const char *sym)
 	int status = 0;
 	char *out;
 
-	if (!sym || strncmp(sym, "_Z", 2))
+	/* the name is the target's: the demangler's time and stack grow with its length (and
+	 * worse with nested templates), so a longer one stays as it is */
+	if (!sym || strncmp(sym, "_Z", 2) || strnlen(sym, DEMANGLE_MAX + 1) > DEMANGLE_MAX)
 		return NULL;
 	out = __cxa_demangle(sym, NULL, NULL, &status);
 	return status == 0 ? out : NULL;

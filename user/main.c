@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* pywalk entry point: the subcommand table, global options and exit codes. No real work. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -39,6 +40,9 @@ int main(int argc, char **argv)
 {
 	const char *name;
 
+	/* root's shell may name debuginfod servers: --native must not fetch from the network
+	 * what a target's build-id asks for (debug files are looked for locally only) */
+	unsetenv("DEBUGINFOD_URLS");
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

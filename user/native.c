@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
 #include "native.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <gelf.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
 
+#include "debugfile.h"
 #include "demangle.h"
 #include "log.h"
 #include "native_merge.h"
@@ -42,6 +46,18 @@ struct name_slot {
 	Dwfl_Module *mod; /* NULL: in none */
 };
 
+struct native;
+struct nproc;
+
+/* Each module's user data: whose it is (its debug file is looked for in that process's
+ * root and charged to it), its symbol index and the size of the debug file it uses. */
+struct nmod {
+	struct native *n;
+	struct nproc *p;
+	struct symindex *index; /* NULL until its first lookup (module_index) */
+	uint64_t debug_bytes;
+};
+
 struct nproc {
 	pid_t pid;
 	Dwfl *dwfl;
@@ -54,7 +70,6 @@ struct nproc {
 	struct name_slot *names;
 	struct strtab *demangled; /* C++ names as shown, kept while the process is */
 	Dwfl_Callbacks callbacks;
-	char debug_path[96], *debug_path_ptr;
 	/* the sample being unwound: what the memory and register callbacks answer from */
 	const struct pw_ustack *uh; /* its first PW_USTACK_DATA_OFF + size bytes */
 	const uint8_t *stack;
@@ -87,16 +102,21 @@ struct native *native__new(uint64_t budget)
 	return n;
 }
 
-static int free_index(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
-		      void *arg)
+static int free_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
+		       void *arg)
 {
+	struct nmod *m = *user;
+
 	(void)mod;
 	(void)name;
 	(void)start;
 	(void)arg;
-	if (*user) {
-		symindex__free(*user);
-		free(*user);
+	if (m) {
+		if (m->index) {
+			symindex__free(m->index);
+			free(m->index);
+		}
+		free(m);
 		*user = NULL;
 	}
 	return DWARF_CB_OK;
@@ -106,7 +126,7 @@ static void close_proc(struct native *n, struct nproc *p)
 {
 	n->bytes -= p->bytes;
 	if (p->dwfl) {
-		dwfl_getmodules(p->dwfl, free_index, NULL, 0);
+		dwfl_getmodules(p->dwfl, free_module, NULL, 0);
 		dwfl_end(p->dwfl);
 	}
 	free(p->names);
@@ -148,8 +168,10 @@ static bool read_module(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || (ph.p_flags & PF_W))
 			continue;
-		if (va < ph.p_vaddr || va + 8 > ph.p_vaddr + ph.p_filesz ||
-		    ph.p_offset + (va - ph.p_vaddr) + 8 > rawsize)
+		/* each bound as a difference: the headers are the target's, a sum can wrap */
+		if (va < ph.p_vaddr || ph.p_filesz < 8 || va - ph.p_vaddr > ph.p_filesz - 8 ||
+		    rawsize < 8 || ph.p_offset > rawsize - 8 ||
+		    va - ph.p_vaddr > rawsize - 8 - ph.p_offset)
 			continue;
 		memcpy(result, raw + ph.p_offset + (va - ph.p_vaddr), 8);
 		return true;
@@ -230,18 +252,95 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = cb_set_initial_registers,
 };
 
-/* Separate debug files (by build-id, then debuglink) under the process's own
- * /usr/lib/debug first (a container's), then the host's. */
-static void set_debuginfo_path(struct nproc *p)
+/* The open process sampled least recently, other than `keep`; NULL when there is none. */
+static struct nproc *least_recent(struct native *n, const struct nproc *keep)
 {
-	snprintf(p->debug_path, sizeof(p->debug_path),
-		 ":.debug:/proc/%d/root/usr/lib/debug:/usr/lib/debug", (int)p->pid);
-	p->debug_path_ptr = p->debug_path;
+	struct nproc *oldest = NULL;
+
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (n->procs[i].dwfl && &n->procs[i] != keep &&
+		    (!oldest || n->procs[i].used_ns < oldest->used_ns))
+			oldest = &n->procs[i];
+	return oldest;
+}
+
+/* Before `bytes` more are mapped for `p`: close the least recently sampled other processes
+ * while all would hold more than the budget (`p` stays, whatever its size). */
+static void make_room(struct native *n, struct nproc *p, uint64_t bytes)
+{
+	while (bytes > n->stats.budget || n->bytes > n->stats.budget - bytes) {
+		struct nproc *oldest = least_recent(n, p);
+
+		if (!oldest)
+			break;
+		pw_debug("native: %d: closed, its binaries (%llu bytes) over the budget\n",
+			 (int)oldest->pid, (unsigned long long)oldest->bytes);
+		close_proc(n, oldest);
+		n->stats.evicted++;
+	}
+}
+
+/* libdwfl's find_debuginfo: pywalk's own search (debugfile.h), not elfutils' standard
+ * one, which opens whatever path the target's debuglink names, blocking, and follows
+ * symlinks out of the target's root. */
+static int find_debuginfo(Dwfl_Module *mod, void **user, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink, GElf_Word crc,
+			  char **debug_name)
+{
+	struct nmod *m = *user;
+	const unsigned char *bid = NULL;
+	GElf_Addr vaddr;
+	int len;
+	uint64_t size = 0;
+	struct debugfile_want w;
+	int fd;
+
+	(void)modname;
+	(void)base;
+	if (!m)
+		return -1;
+	len = dwfl_module_build_id(mod, &bid, &vaddr);
+	w = (struct debugfile_want){
+		.pid = m->p->pid,
+		.file = file_name,
+		.debuglink = debuglink,
+		.crc = crc,
+		.build_id = len > 0 ? bid : NULL,
+		.build_id_len = len > 0 ? (size_t)len : 0,
+	};
+	if (debuglink && !debuglink_name_ok(debuglink))
+		pw_debug("native: %d: %s: its debuglink is no plain file name: not looked for\n",
+			 (int)m->p->pid, file_name ? file_name : "?");
+	fd = debugfile_find(&w, debug_name, &size);
+	if (fd < 0)
+		return -1;
+	/* charged before libdwfl maps it */
+	make_room(m->n, m->p, size);
+	m->debug_bytes = size;
+	return fd;
+}
+
+static void set_callbacks(struct nproc *p)
+{
 	p->callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_linux_proc_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
-		.debuginfo_path = &p->debug_path_ptr,
+		.find_debuginfo = find_debuginfo,
 	};
+}
+
+/* Give a newly reported module its user data. */
+static void adopt_module(struct native *n, struct nproc *p, Dwfl_Module *mod)
+{
+	void **user;
+
+	if (!mod)
+		return;
+	dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (*user)
+		return;
+	*user = calloc(1, sizeof(struct nmod));
+	if (*user)
+		**(struct nmod **)user = (struct nmod){ .n = n, .p = p };
 }
 
 /* ---- modules ------------------------------------------------------------------------- */
@@ -261,7 +360,8 @@ static int load_bias(Elf *e, const struct proc_map *m, GElf_Addr *bias)
 			continue;
 		off_page = ph.p_offset & ~4095ull;
 		va_page = ph.p_vaddr & ~4095ull;
-		if (m->offset < off_page || m->offset >= ph.p_offset + ph.p_filesz)
+		if (m->offset < off_page ||
+		    (m->offset >= ph.p_offset && m->offset - ph.p_offset >= ph.p_filesz))
 			continue;
 		*bias = m->start - (va_page + (m->offset - off_page));
 		return 0;
@@ -309,13 +409,105 @@ static bool module_holds(Dwfl *dwfl, uint64_t addr)
 	return mod && low <= addr && addr < high;
 }
 
+#define MINIDEBUG_NAME ".gnu_debugdata"
+
+/* The .gnu_debugdata section of `e` (MiniDebugInfo), NULL if it has none; where its name
+ * lies in the file in *name_off. */
+static Elf_Data *minidebug_section(Elf *e, uint64_t *name_off)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr strs;
+
+	if (elf_getshdrstrndx(e, &shstrndx) || !gelf_getshdr(elf_getscn(e, shstrndx), &strs))
+		return NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			return NULL;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, MINIDEBUG_NAME)) {
+			*name_off = strs.sh_offset + sh.sh_name;
+			return elf_rawdata(scn, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* An in-memory copy of the first `size` bytes of fd (sealable), or -errno. */
+static int memfd_copy(int fd, uint64_t size)
+{
+	int mfd = memfd_create("pywalk-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	off_t off = 0;
+
+	if (mfd < 0)
+		return -errno;
+	while ((uint64_t)off < size) {
+		ssize_t n = sendfile(mfd, fd, &off, (size_t)(size - (uint64_t)off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* shrunk: the copy is what there was */
+	}
+	return mfd;
+}
+
+/* libdwfl unpacks a binary's MiniDebugInfo with no bound on its size, so a binary that has
+ * one is handed to it as a sealed copy (the target can no longer change it) whose
+ * .gnu_debugdata was first unpacked here, into nothing: past MINIDEBUG_MAX (or broken) the
+ * copy's section is renamed, and libdwfl unwinds the module without it. *fd is replaced
+ * by the copy. 0, or -errno: the module is not to be reported. */
+static int vet_minidebug(pid_t pid, const char *path, int *fd, uint64_t size)
+{
+	static const char renamed[] = ".pywalk_refuse";
+	Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	uint64_t name_off = 0;
+	Elf_Data *d = e ? minidebug_section(e, &name_off) : NULL;
+	bool refuse = false;
+	int copy, err = 0;
+
+	_Static_assert(sizeof(renamed) == sizeof(MINIDEBUG_NAME), "same length");
+	if (e)
+		elf_end(e);
+	if (!d)
+		return 0;
+	copy = memfd_copy(*fd, size);
+	if (copy < 0)
+		return copy;
+	e = elf_begin(copy, ELF_C_READ_MMAP, NULL);
+	d = e ? minidebug_section(e, &name_off) : NULL;
+	refuse = d && !minidebug_ok(d->d_buf, d->d_size, MINIDEBUG_MAX);
+	if (e)
+		elf_end(e);
+	if (refuse) {
+		pw_debug("native: %d: %s: its MiniDebugInfo does not unpack within %llu bytes: "
+			 "not used\n", (int)pid, path, MINIDEBUG_MAX);
+		if (pwrite(copy, renamed, sizeof(renamed), (off_t)name_off) != sizeof(renamed))
+			err = -EIO;
+	}
+	if (!err && fcntl(copy, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
+						 F_SEAL_SEAL))
+		err = -errno;
+	if (err) {
+		close(copy);
+		return err;
+	}
+	close(*fd);
+	*fd = copy;
+	return 0;
+}
+
 /* Report every file-backed mapping not yet known: its binary is opened through the
- * target's view of the file system and must be the mapping's device and inode. */
-static int report_maps(struct nproc *p)
+ * target's view of the file system and must be the mapping's device and inode. Each is
+ * charged (make_room) before libdwfl maps it. */
+static int report_maps(struct native *n, struct nproc *p)
 {
 	struct proc_maps maps = { 0 };
 	int err = proc_read_maps(p->pid, &maps);
-	uint64_t vdso = vdso_address(p->pid);
+	uint64_t vdso = vdso_address(p->pid), added = 0;
 
 	if (err)
 		return err;
@@ -328,13 +520,15 @@ static int report_maps(struct nproc *p)
 		GElf_Addr bias;
 		Elf *e;
 		int fd;
+		struct stat st;
+		Dwfl_Module *mod;
 
 		if (m->start == vdso && !module_holds(p->dwfl, m->start)) {
 			/* the kernel's image: libdwfl reads it from the process's memory */
 			char name[32];
 
 			snprintf(name, sizeof(name), "[vdso: %d]", (int)p->pid);
-			dwfl_report_module(p->dwfl, name, m->start, m->end);
+			adopt_module(n, p, dwfl_report_module(p->dwfl, name, m->start, m->end));
 			continue;
 		}
 		if (!m->path || m->path[0] != '/' || !m->inode)
@@ -358,11 +552,27 @@ static int report_maps(struct nproc *p)
 			continue;
 		}
 		elf_end(e);
+		if (fstat(fd, &st) || st.st_size <= 0) {
+			close(fd);
+			continue;
+		}
+		err = vet_minidebug(p->pid, m->path, &fd, (uint64_t)st.st_size);
+		if (err) {
+			pw_debug("native: %d: %s: cannot copy it: %s\n", (int)p->pid, m->path,
+				 strerror(-err));
+			close(fd);
+			err = 0;
+			continue;
+		}
+		added += (uint64_t)st.st_size;
+		make_room(n, p, added);
 		/* libdwfl owns fd from here when it takes the module */
-		if (!dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true)) {
+		mod = dwfl_report_elf(p->dwfl, base_name(m->path), m->path, fd, bias, true);
+		if (!mod) {
 			pw_debug("native: %d: %s: %s\n", (int)p->pid, m->path, dwfl_errmsg(-1));
 			close(fd);
 		}
+		adopt_module(n, p, mod);
 	}
 	proc_maps_free(&maps);
 	dwfl_report_end(p->dwfl, NULL, NULL);
@@ -374,34 +584,19 @@ static int charge_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_
 			 void *arg)
 {
 	uint64_t *bytes = arg;
-	const char *debugfile = NULL;
+	const struct nmod *m = *user;
 	GElf_Addr bias;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
 	size_t size = 0;
-	struct stat st;
 
-	(void)user;
 	(void)name;
 	(void)start;
 	if (elf && elf_rawfile(elf, &size))
 		*bytes += size;
-	/* a separate debug file, once libdwfl has found one (it is not looked for here) */
-	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
-	if (debugfile && !stat(debugfile, &st) && st.st_size > 0)
-		*bytes += (uint64_t)st.st_size;
+	/* a separate debug file, once find_debuginfo has found one, at its size then */
+	if (m)
+		*bytes += m->debug_bytes;
 	return DWARF_CB_OK;
-}
-
-/* The open process sampled least recently, other than `keep`; NULL when there is none. */
-static struct nproc *least_recent(struct native *n, const struct nproc *keep)
-{
-	struct nproc *oldest = NULL;
-
-	for (size_t i = 0; i < MAX_PROCS; i++)
-		if (n->procs[i].dwfl && &n->procs[i] != keep &&
-		    (!oldest || n->procs[i].used_ns < oldest->used_ns))
-			oldest = &n->procs[i];
-	return oldest;
 }
 
 /* Recount what `p` holds, then close the least recently sampled other processes while all
@@ -416,16 +611,7 @@ static void charge(struct native *n, struct nproc *p, uint64_t now)
 	p->charged_ns = now;
 	if (n->bytes > n->stats.peak_bytes)
 		n->stats.peak_bytes = n->bytes;
-	while (n->bytes > n->stats.budget) {
-		struct nproc *oldest = least_recent(n, p);
-
-		if (!oldest)
-			break;
-		pw_debug("native: %d: closed, its binaries (%llu bytes) over the budget\n",
-			 (int)oldest->pid, (unsigned long long)oldest->bytes);
-		close_proc(n, oldest);
-		n->stats.evicted++;
-	}
+	make_room(n, p, 0);
 }
 
 static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
@@ -451,9 +637,9 @@ static struct nproc *proc_for(struct native *n, pid_t pid, uint64_t now)
 	p->used_ns = now;
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
 	p->demangled = strtab__new();
-	set_debuginfo_path(p);
+	set_callbacks(p);
 	p->dwfl = dwfl_begin(&p->callbacks);
-	if (!p->names || !p->demangled || !p->dwfl || report_maps(p) ||
+	if (!p->names || !p->demangled || !p->dwfl || report_maps(n, p) ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &thread_callbacks, p)) {
 		pw_debug("native: cannot read the binaries of %d: %s\n", pid, dwfl_errmsg(-1));
 		close_proc(n, p);
@@ -566,14 +752,18 @@ static void module_mapping(Dwfl_Module *mod, struct native_frame *f)
 static const struct symindex *module_index(struct nproc *p, Dwfl_Module *mod)
 {
 	void **user;
+	struct nmod *m;
 	int n;
 	struct sym_entry *e;
 	struct symindex *x;
 	size_t kept = 0;
 
 	dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
-	if (*user)
-		return *user;
+	m = *user;
+	if (!m)
+		return NULL;
+	if (m->index)
+		return m->index;
 	n = dwfl_module_getsymtab(mod);
 	x = calloc(1, sizeof(*x));
 	e = n > 1 ? calloc((size_t)n, sizeof(*e)) : NULL;
@@ -595,7 +785,7 @@ static const struct symindex *module_index(struct nproc *p, Dwfl_Module *mod)
 						.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL };
 	}
 	symindex__init(x, e, kept);
-	*user = x;
+	m->index = x;
 	p->index_bytes += sizeof(*x) + (size_t)(n > 1 ? n : 0) * sizeof(*e);
 	return x;
 }
@@ -774,7 +964,7 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 	if (in_unknown_module(p) && t0 - p->reload_ns >= RELOAD_NS) {
 		p->reload_ns = t0;
 		n->stats.map_reloads++;
-		if (!report_maps(p))
+		if (!report_maps(n, p))
 			rc = unwind(p);
 		charge(n, p, t0);
 	}

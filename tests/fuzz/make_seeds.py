@@ -307,8 +307,60 @@ def escape_seeds():
     return len(seeds)
 
 
+# ---- debuglink: a tiny library with a .gnu_debuglink, xz streams, "PATH\nSECTION" ---------
+
+def debuglink_section(name):
+    data = name + b"\0"
+    return data + b"\0" * (-len(data) % 4) + b"\x78\x56\x34\x12"
+
+
+def debuglink_seeds(tmp):
+    import lzma
+    src = os.path.join(tmp, "dl.c")
+    lib = os.path.join(tmp, "libdl.so")
+    sec = os.path.join(tmp, "dl.sec")
+    with open(src, "w") as f:
+        f.write("int f(void) { return 1; }\n")
+    subprocess.run(["gcc", "-O1", "-fPIC", "-shared", "-nostdlib", "-s", "-o", lib, src],
+                   check=True)
+    with open(sec, "wb") as f:
+        f.write(debuglink_section(b"../../../../dev/shm/f"))
+    subprocess.run(["objcopy", "--add-section", ".gnu_debuglink=" + sec, lib], check=True)
+    seeds = {
+        "elf-dotdot-link": open(lib, "rb").read(),
+        "xz-zeros": lzma.compress(bytes(1 << 16)),
+        "xz-truncated": lzma.compress(b"MiniDebugInfo" * 64)[:40],
+        "plain": b"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0\n" +
+                 debuglink_section(b"libpython3.11.so.1.0.debug"),
+        "dotdot-dir": b"/usr/../../dev/libx.so\n" + debuglink_section(b"x.debug"),
+        "dotdot-link": b"/tmp/a/b/libx.so\n" + debuglink_section(b"../../../../dev/zero"),
+        "build-id": b"/lib/libx.so\n" + bytes.fromhex("ab01ff10" * 5),
+        "controls": b"/lib/libx.so\n" + debuglink_section(b"a\nb\x7f"),
+    }
+    for name, data in seeds.items():
+        write("debuglink", name, data)
+    return len(seeds)
+
+
+# ---- demangle: C++ names, broken ones and one past the bound --------------------------------
+
+def demangle_seeds():
+    seeds = {
+        "boost": b"_ZN5boost6detail6thread5startEPv",
+        "vector": b"_ZNSt6vectorIiSaIiEE9push_backERKi",
+        "template": b"_Z1fIiiiEvT_",
+        "broken": b"_Zgarbage!",
+        "c-name": b"_PyEval_EvalFrameDefault",
+        "long": b"_ZN1014" + b"a" * 1014 + b"1fEv",
+    }
+    for name, data in seeds.items():
+        write("demangle", name, data)
+    return len(seeds)
+
+
 def main():
-    for t in ("linetable", "strdecode", "debug_offsets", "elf", "elfprobe", "maps", "escape"):
+    for t in ("linetable", "strdecode", "debug_offsets", "elf", "elfprobe", "maps", "escape",
+              "debuglink", "demangle"):
         shutil.rmtree(os.path.join(CORPUS, t), ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, t))
     with tempfile.TemporaryDirectory() as tmp:
@@ -320,6 +372,8 @@ def main():
             "elfprobe": elfprobe_seeds(tmp),
             "maps": maps_seeds(),
             "escape": escape_seeds(),
+            "debuglink": debuglink_seeds(tmp),
+            "demangle": demangle_seeds(),
         }
     total = sum(os.path.getsize(p) for p in glob.glob(CORPUS + "/*/*"))
     print("make_seeds: %s; %d bytes" % (", ".join("%s %d" % kv for kv in counts.items()),
