@@ -102,6 +102,12 @@ static int check_dir(const char *dir, char *why, size_t why_size)
 {
 	struct stat st;
 
+	/* /run/pywalk is gone after a reboot: made as root's, others may only enter it */
+	if (lstat(dir, &st) && errno == ENOENT && mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(why, why_size, "cannot make %s for the listener's socket: %s", dir,
+			 strerror(errno));
+		return -1;
+	}
 	if (lstat(dir, &st)) {
 		snprintf(why, why_size, "cannot use %s for the listener's socket: %s", dir,
 			 strerror(errno));
@@ -177,7 +183,7 @@ static int open_unix(struct listen_sock *ls, const char *path, const char *group
 		ls->dev = st.st_dev;
 		ls->ino = st.st_ino;
 	}
-	if (!ls->ino || lchown(path, 0, gid) || chmod(path, group ? 0660 : 0600) ||
+	if (!ls->ino || (group && lchown(path, 0, gid)) || chmod(path, group ? 0660 : 0600) ||
 	    listen(ls->fd, BACKLOG)) {
 		snprintf(why, why_size, "cannot listen on unix:%s: %s", path, strerror(errno));
 		return -1;

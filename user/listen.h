@@ -20,7 +20,8 @@ struct listen_sock {
 };
 
 /* Listen on ADDR: "HOST:PORT", "[HOST6]:PORT" or "unix:/ABSOLUTE/PATH". A Unix socket's
- * directory must be a real directory, root's, that no one else may write; a socket left
+ * directory (made 0755 if missing) must be a real directory, root's, that no one else may
+ * write; a socket left
  * there by an earlier run is replaced, anything else is refused. It gets mode 0600, or
  * 0660 with group `group` when one is named. 0, or -1 with a sentence in `why`. */
 int listen_sock_open(struct listen_sock *ls, const char *addr, const char *group, char *why,
