@@ -727,7 +727,9 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 		struct serve_opts so = { .addr = c->metrics,
 					 .public = c->metrics_public,
 					 .group = c->metrics_group,
-					 .token_file = c->metrics_token_file };
+					 .token_file = c->metrics_token_file,
+					 .tls_cert = c->metrics_tls_cert,
+					 .tls_key = c->metrics_tls_key };
 
 		sops.ctx = a;
 		a->srv = serve__new(&so, &sops, why, sizeof(why));

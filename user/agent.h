@@ -32,6 +32,7 @@ struct agent_config {
 	bool metrics_public;	      /* a non-loopback listen address is meant */
 	const char *metrics_group;    /* a unix: listener's group (mode 0660) */
 	const char *metrics_token_file; /* the listener's bearer token */
+	const char *metrics_tls_cert, *metrics_tls_key; /* the listener's HTTPS (PEM files) */
 	uint64_t pull_bytes;	      /* one pull's memory budget (0: the default) */
 	const char *host;	      /* the host label (default: gethostname) */
 	uint64_t queue_bytes;	      /* per-sink queue bound */

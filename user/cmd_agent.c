@@ -41,6 +41,8 @@ enum {
 	OPT_CONFIG,
 	OPT_METRICS_GROUP,
 	OPT_METRICS_TOKEN_FILE,
+	OPT_METRICS_TLS_CERT,
+	OPT_METRICS_TLS_KEY,
 	OPT_PULL_SIZE,
 };
 
@@ -59,6 +61,8 @@ static const struct option agent_options[] = {
 	{ "metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC },
 	{ "metrics-group", required_argument, NULL, OPT_METRICS_GROUP },
 	{ "metrics-token-file", required_argument, NULL, OPT_METRICS_TOKEN_FILE },
+	{ "metrics-tls-cert", required_argument, NULL, OPT_METRICS_TLS_CERT },
+	{ "metrics-tls-key", required_argument, NULL, OPT_METRICS_TLS_KEY },
 	{ "pull-size", required_argument, NULL, OPT_PULL_SIZE },
 	{ "host", required_argument, NULL, OPT_HOST },
 	{ "service", required_argument, NULL, OPT_SERVICE },
@@ -101,6 +105,8 @@ static void agent_help(FILE *f)
 		"      --metrics-group NAME  the unix: socket is group NAME's too (mode 0660)\n"
 		"      --metrics-token-file F  every request needs 'Authorization: Bearer'\n"
 		"                         the token in F (root's, mode 0600)\n"
+		"      --metrics-tls-cert F  serve HTTPS with the PEM certificate (chain) in F\n"
+		"      --metrics-tls-key F   and the PEM key in F (root's, mode 0600)\n"
 		"      --metrics-public   ADDR may be a non-loopback address without a token\n"
 		"      --pull-size SIZE   one pull's memory budget (default 64M)\n"
 		"      --host NAME        the host label (default: the host name)\n"
@@ -185,6 +191,12 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		return 0;
 	case OPT_METRICS_TOKEN_FILE:
 		c->metrics_token_file = arg;
+		return 0;
+	case OPT_METRICS_TLS_CERT:
+		c->metrics_tls_cert = arg;
+		return 0;
+	case OPT_METRICS_TLS_KEY:
+		c->metrics_tls_key = arg;
 		return 0;
 	case OPT_PULL_SIZE:
 		if (parse_size(arg, 4 << 10, (uint64_t)1 << 40, &c->pull_bytes))

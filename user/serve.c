@@ -25,12 +25,14 @@
 #define MAX_CONNECTIONS_PER_IP 8
 /* idle time allowed a client: a slow sender of headers is cut off after it */
 #define IDLE_TIMEOUT_S 10
+#define TLS_FILE_MAX (1 << 20) /* a certificate chain is kilobytes */
 
 struct serve {
 	struct MHD_Daemon *mhd;
 	struct serve_ops ops;
 	struct listen_sock ls;
 	char *token;
+	char *tls_cert, *tls_key; /* PEM, kept while the daemon runs */
 	bool check_host;
 	uint64_t metrics_requests, pull_requests; /* atomics */
 	uint64_t refused[SERVE_REFUSAL__COUNT];	  /* atomics */
@@ -178,12 +180,11 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 	struct serve *s = calloc(1, sizeof(*s));
 	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem opts[] = {
+	struct MHD_OptionItem opts[6] = {
 		{ MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL },
-		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, MAX_CONNECTIONS_PER_IP, NULL },
-		{ MHD_OPTION_END, 0, NULL },
 	};
+	size_t nopts = 2;
 
 	if (!s) {
 		snprintf(why, why_size, "out of memory");
@@ -192,6 +193,24 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 	s->ops = *ops;
 	if (o->token_file && !(s->token = serve_token_load(o->token_file, why, why_size)))
 		goto fail;
+	if (!o->tls_cert != !o->tls_key) {
+		snprintf(why, why_size, "--metrics-tls-cert and --metrics-tls-key go together");
+		goto fail;
+	}
+	if (o->tls_cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(why, why_size,
+				 "this libmicrohttpd is built without TLS: --metrics-tls-cert "
+				 "cannot be served");
+			goto fail;
+		}
+		if (!(s->tls_cert = serve_file_load(o->tls_cert, "--metrics-tls-cert",
+						    TLS_FILE_MAX, false, why, why_size)) ||
+		    !(s->tls_key = serve_file_load(o->tls_key, "--metrics-tls-key", TLS_FILE_MAX,
+						   true, why, why_size)))
+			goto fail;
+		flags |= MHD_USE_TLS;
+	}
 	if (listen_sock_open(&s->ls, o->addr, o->group, why, why_size))
 		goto fail;
 	if (!s->ls.unix_path && !s->ls.loopback && !s->token && !o->public) {
@@ -204,18 +223,30 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 	}
 	/* a browser page reaches a loopback port by DNS rebinding, naming its own host */
 	s->check_host = !s->ls.unix_path && s->ls.loopback;
-	if (s->ls.unix_path)
-		opts[2].option = MHD_OPTION_END; /* no client addresses to count by */
+	if (!s->ls.unix_path) /* a Unix socket has no client addresses to count by */
+		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+							 MAX_CONNECTIONS_PER_IP, NULL };
+	if (s->tls_cert) {
+		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert };
+		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key };
+	}
+	opts[nopts] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,
 				  s->ls.fd, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!s->mhd) {
-		snprintf(why, why_size, "cannot listen on %s: %s", o->addr, strerror(errno));
+		snprintf(why, why_size,
+			 s->tls_cert ? "cannot listen on %s (is the TLS certificate or key not "
+				       "PEM, or not a pair?)"
+				     : "cannot listen on %s: %s",
+			 o->addr, strerror(errno));
 		goto fail;
 	}
 	return s;
 fail:
 	listen_sock_close(&s->ls);
 	serve_token_free(s->token);
+	serve_file_free(s->tls_cert);
+	serve_file_free(s->tls_key);
 	free(s);
 	return NULL;
 }
@@ -228,6 +259,8 @@ void serve__free(struct serve *s)
 	s->ls.fd = -1; /* libmicrohttpd closed it */
 	listen_sock_close(&s->ls);
 	serve_token_free(s->token);
+	serve_file_free(s->tls_cert);
+	serve_file_free(s->tls_key);
 	free(s);
 }
 

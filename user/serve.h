@@ -28,6 +28,8 @@ struct serve_opts {
 	bool public;		/* a non-loopback address without a token is meant */
 	const char *group;	/* a Unix socket's group (mode 0660), NULL: root's alone */
 	const char *token_file; /* every request needs "Authorization: Bearer" it, NULL: not */
+	const char *tls_cert;	/* PEM certificate (chain) and key files: HTTPS, NULL: HTTP */
+	const char *tls_key;
 };
 
 /* What the listener refused or cut short, by reason (for the agent's own metrics). */

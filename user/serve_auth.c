@@ -17,41 +17,62 @@
 
 #define TOKEN_MAX 4096
 
-char *serve_token_load(const char *path, char *why, size_t why_size)
+char *serve_file_load(const char *path, const char *option, size_t max, bool secret,
+		      char *why, size_t why_size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	char *buf;
 	struct stat st;
+	size_t len = 0;
+	char *buf;
 	ssize_t n;
-	size_t len;
 
 	if (fd < 0) {
-		snprintf(why, why_size, "cannot read --metrics-token-file %s: %s", path,
-			 strerror(errno));
+		snprintf(why, why_size, "cannot read %s %s: %s", option, path, strerror(errno));
 		return NULL;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & (S_IRWXG | S_IRWXO))) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (secret && (st.st_uid != 0 || (st.st_mode & (S_IRWXG | S_IRWXO))))) {
 		close(fd);
-		snprintf(why, why_size,
-			 "--metrics-token-file %s must be a regular file owned by root that "
-			 "group and others cannot read or write (chmod 600)",
-			 path);
+		snprintf(why, why_size, "%s %s must be a regular file%s", option, path,
+			 secret ? " owned by root that group and others cannot read or write "
+				  "(chmod 600)"
+				: "");
 		return NULL;
 	}
-	buf = malloc(TOKEN_MAX + 1);
+	buf = malloc(max + 1);
 	if (!buf) {
 		close(fd);
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	}
-	n = read(fd, buf, TOKEN_MAX + 1);
+	while (len <= max && (n = read(fd, buf + len, max + 1 - len)) > 0)
+		len += (size_t)n;
 	close(fd);
-	len = n > 0 ? (size_t)n : 0;
-	buf[len < TOKEN_MAX ? len : TOKEN_MAX] = 0;
+	buf[len <= max ? len : max] = 0;
+	if (len > max || memchr(buf, 0, len)) {
+		serve_file_free(buf);
+		snprintf(why, why_size, "%s %s is not a text file of at most %zu bytes", option,
+			 path, max);
+		return NULL;
+	}
+	return buf;
+}
+
+void serve_file_free(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+char *serve_token_load(const char *path, char *why, size_t why_size)
+{
+	char *buf = serve_file_load(path, "--metrics-token-file", TOKEN_MAX, true, why, why_size);
+	size_t len;
+
+	if (!buf)
+		return NULL;
 	len = strcspn(buf, "\n");
-	if (len >= TOKEN_MAX)
-		len = 0; /* a first line longer than any token: the wrong file */
 	while (len && isspace((unsigned char)buf[len - 1]))
 		len--;
 	buf[len] = 0;
@@ -59,7 +80,7 @@ char *serve_token_load(const char *path, char *why, size_t why_size)
 		if (buf[i] <= ' ' || buf[i] > '~')
 			len = 0;
 	if (!len) {
-		serve_token_free(buf);
+		serve_file_free(buf);
 		snprintf(why, why_size,
 			 "--metrics-token-file %s: its first line must be the token (1-%d "
 			 "printable characters, no spaces)",
@@ -71,9 +92,7 @@ char *serve_token_load(const char *path, char *why, size_t why_size)
 
 void serve_token_free(char *token)
 {
-	if (token)
-		explicit_bzero(token, strlen(token));
-	free(token);
+	serve_file_free(token);
 }
 
 bool serve_token_ok(const char *token, const char *authorization)

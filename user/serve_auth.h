@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Who may read the agent's listener: the bearer token it may require, and the Host header
- * a loopback listener accepts (a browser page on another site reaching it by DNS
- * rebinding names that site's host). */
+/* Who may read the agent's listener: the files it is given (token, TLS key), the bearer
+ * token it may require, and the Host header a loopback listener accepts (a browser page
+ * on another site reaching it by DNS rebinding names that site's host). */
 #ifndef PW_SERVE_AUTH_H
 #define PW_SERVE_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The token in PATH's first line (trailing whitespace dropped), malloc'ed. The file must
- * be a regular file owned by root that neither group nor others may read or write: the
- * token opens every process's profile. NULL with a sentence in `why`. */
+/* PATH's whole text (at most `max` bytes, no NUL), malloc'ed; a `secret` one must be a
+ * regular file owned by root that neither group nor others may read or write (what it
+ * opens is every process's profile). `option` names it in errors, never its content.
+ * NULL with a sentence in `why`. */
+char *serve_file_load(const char *path, const char *option, size_t max, bool secret,
+		      char *why, size_t why_size);
+/* Free it, its bytes cleared first. */
+void serve_file_free(char *s);
+/* The token in PATH's first line (trailing whitespace dropped), read as a secret file. */
 char *serve_token_load(const char *path, char *why, size_t why_size);
 /* Free it, its bytes cleared first. */
 void serve_token_free(char *token);

@@ -12,7 +12,9 @@ interpreter):
   is, the socket goes at exit;
 * a slowloris and a flood of 1,000 connections (from 127.0.0.2) do not stop /metrics for
   a scraper on 127.0.0.1; four `seconds=300` pulls whose clients went away give their
-  slots back at once; a pull that outgrows --pull-size ends with 503 and is counted.
+  slots back at once; a pull that outgrows --pull-size ends with 503 and is counted;
+* --metrics-tls-cert/--metrics-tls-key: HTTPS (a self-signed certificate from openssl),
+  plain HTTP gets no answer; a key others can read is refused.
 """
 import contextlib
 import errno
@@ -423,3 +425,54 @@ def test_pull_over_its_memory_budget_ends_with_503(pywalk, interp, start_target,
     assert took < 45, "the pull ran %.1f s past its budget" % took
     wait_for(lambda: refused(ag.metrics(), "memory_budget") == 1, 10,
              "the pull counted as memory_budget")
+
+
+# --- TLS ------------------------------------------------------------------------------
+
+
+def self_signed(tmp):
+    """A certificate for 127.0.0.1 and localhost, and its key (0600)."""
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                        "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key),
+                        "-out", str(cert)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    os.chmod(key, 0o600)
+    return cert, key
+
+
+@pytest.mark.core_only
+def test_tls_serves_https_only(pywalk, interp, start_target, tmp_path):
+    import ssl
+    import urllib.request
+    t = start_target(interp)
+    cert, key = self_signed(tmp_path)
+    port = free_port()
+    ctx = ssl.create_default_context(cafile=str(cert))
+
+    def https_get(path):
+        with urllib.request.urlopen("https://127.0.0.1:%d%s" % (port, path), context=ctx,
+                                    timeout=30) as r:
+            return r.status, r.read()
+    ag = start_listening(pywalk, ["-p", t.pid, "--metrics", "127.0.0.1:%d" % port,
+                                  "--metrics-tls-cert", cert, "--metrics-tls-key", key],
+                         tmp_path, lambda: https_get("/metrics")[0] == 200)
+    try:
+        status, body = https_get("/debug/pprof/profile?seconds=1")
+        assert status == 200 and body[:2] == b"\x1f\x8b", (status, body[:100])
+        with pytest.raises((OSError, AssertionError)):
+            tcp_get(port, "/metrics", timeout=10)  # plain HTTP gets no HTTP answer
+    finally:
+        ag.kill()
+    os.chmod(key, 0o644)
+    rc, err = refused_start(pywalk, ["--metrics", "127.0.0.1:%d" % free_port(),
+                                     "--metrics-tls-cert", cert, "--metrics-tls-key", key],
+                            tmp_path)
+    assert rc != 0 and "--metrics-tls-key %s must be a regular file owned by root" % key \
+        in err, err
+    assert "PRIVATE KEY" not in err, err
+    rc, err = refused_start(pywalk, ["--metrics", "127.0.0.1:%d" % free_port(),
+                                     "--metrics-tls-cert", cert], tmp_path)
+    assert rc != 0 and "go together" in err, err

@@ -753,7 +753,8 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "flush-timeout": "2s", "service": "gunicorn*=web", "mode": "wall",
           "min-block": "1ms", "native-stack": "32K", "native-cache": "64M",
           "metrics-group": "nogroup", "metrics-token-file": "/nonexistent/metrics.token",
-          "pull-size": "16M"}
+          "pull-size": "16M", "metrics-tls-cert": "/nonexistent/cert.pem",
+          "metrics-tls-key": "/nonexistent/key.pem"}
 FLAGS = {"all", "subprocesses", "metrics-public", "verbose", "kernel", "native"}
 
 
