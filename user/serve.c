@@ -3,9 +3,10 @@
  * everything else is 404, any method but GET (and HEAD) 405. Who may ask: a loopback TCP
  * listener answers only requests naming it in Host (403), a token, when given, is needed
  * by every request (401). Bounded so that a few clients cannot starve /metrics: a
- * connection limit in all and per client address, a short idle timeout (a pull's wait is
- * not idle time: its thread is in the handler), pulls limited by the agent's taps and
- * ended when their client goes away. */
+ * connection limit in all and per client address, the oldest connection not in a request
+ * cut when the listener fills (serve_conns.h), a short idle timeout (a pull's wait is not
+ * idle time: its thread is in the handler), pulls limited by the agent's taps and ended
+ * when their client goes away. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -18,9 +19,16 @@
 #include "listen.h"
 #include "serve.h"
 #include "serve_auth.h"
+#include "serve_conns.h"
 #include "util.h"
 
-#define MAX_CONNECTIONS 64
+#define MAX_CONNECTIONS 256
+/* past this many, a new connection cuts the oldest one not in a request: room for a
+ * scraper is always left, whatever holds the rest; and as many again must arrive before
+ * a scraper's connection, if not in its request yet, is the oldest */
+#define CUT_WAITING_AT 192
+/* a thread per connection: what the handlers and TLS need, not the default 8 MiB */
+#define THREAD_STACK_BYTES (256 << 10)
 /* one client address can hold this many: a scraper, a few pulls and a spare */
 #define MAX_CONNECTIONS_PER_IP 8
 /* idle time allowed a client: a slow sender of headers is cut off after it */
@@ -31,6 +39,7 @@ struct serve {
 	struct MHD_Daemon *mhd;
 	struct serve_ops ops;
 	struct listen_sock ls;
+	struct serve_conns conns;
 	char *token;
 	char *tls_cert, *tls_key; /* PEM, kept while the daemon runs */
 	bool check_host;
@@ -41,7 +50,7 @@ struct serve {
 static const char *const refusal_names[SERVE_REFUSAL__COUNT] = {
 	[SERVE_REFUSED_HOST] = "host",	      [SERVE_REFUSED_TOKEN] = "token",
 	[SERVE_REFUSED_BUSY] = "busy",	      [SERVE_PULL_GONE] = "client_gone",
-	[SERVE_PULL_TOO_BIG] = "memory_budget",
+	[SERVE_PULL_TOO_BIG] = "memory_budget", [SERVE_CUT_WAITING] = "cut_waiting",
 };
 
 const char *serve_refusal_name(enum serve_refusal r)
@@ -128,6 +137,40 @@ static enum MHD_Result serve_pull(struct serve *s, struct MHD_Connection *c)
 	}
 }
 
+static struct serve_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct serve *s = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = ci ? serve_conns_opened(&s->conns, ci->connect_fd) : NULL;
+	} else {
+		serve_conns_closed(&s->conns, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct serve *s = cls;
+
+	(void)state;
+	(void)toe;
+	serve_conns_busy(&s->conns, conn_of(c), false);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **state)
@@ -141,6 +184,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	/* the first call per request only announces it: answer on the second */
 	if (!*state) {
 		*state = (void *)1;
+		serve_conns_busy(&s->conns, conn_of(c), true);
 		return MHD_YES;
 	}
 	if (s->check_host &&
@@ -180,17 +224,21 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 	struct serve *s = calloc(1, sizeof(*s));
 	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem opts[6] = {
+	struct MHD_OptionItem opts[9] = {
 		{ MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s },
+		{ MHD_OPTION_THREAD_STACK_SIZE, THREAD_STACK_BYTES, NULL },
 	};
-	size_t nopts = 2;
+	size_t nopts = 5;
 
 	if (!s) {
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	}
 	s->ops = *ops;
+	serve_conns_init(&s->conns, CUT_WAITING_AT);
 	if (o->token_file && !(s->token = serve_token_load(o->token_file, why, why_size)))
 		goto fail;
 	if (!o->tls_cert != !o->tls_key) {
@@ -247,6 +295,7 @@ fail:
 	serve_token_free(s->token);
 	serve_file_free(s->tls_cert);
 	serve_file_free(s->tls_key);
+	serve_conns_destroy(&s->conns);
 	free(s);
 	return NULL;
 }
@@ -261,6 +310,7 @@ void serve__free(struct serve *s)
 	serve_token_free(s->token);
 	serve_file_free(s->tls_cert);
 	serve_file_free(s->tls_key);
+	serve_conns_destroy(&s->conns);
 	free(s);
 }
 
@@ -275,5 +325,9 @@ uint64_t serve__requests(const struct serve *s, const char *route)
 
 uint64_t serve__refused(const struct serve *s, enum serve_refusal r)
 {
-	return s ? __atomic_load_n(&s->refused[r], __ATOMIC_RELAXED) : 0;
+	if (!s)
+		return 0;
+	if (r == SERVE_CUT_WAITING)
+		return serve_conns_evicted(&s->conns);
+	return __atomic_load_n(&s->refused[r], __ATOMIC_RELAXED);
 }

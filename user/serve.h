@@ -39,6 +39,7 @@ enum serve_refusal {
 	SERVE_REFUSED_BUSY,	/* too many pulls at once */
 	SERVE_PULL_GONE,	/* a pull whose client went away before its end */
 	SERVE_PULL_TOO_BIG,	/* a pull that outgrew its memory budget */
+	SERVE_CUT_WAITING,	/* a connection not in a request, cut to make room */
 	SERVE_REFUSAL__COUNT,
 };
 const char *serve_refusal_name(enum serve_refusal r);
