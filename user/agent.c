@@ -765,7 +765,12 @@ void agent__free(struct agent *a, struct agent_totals *totals)
 	}
 	pthread_cond_broadcast(&a->cond);
 	pthread_mutex_unlock(&a->lock);
+	/* its counts, final once it is stopped, outlive it: the totals are taken below */
+	serve__stop(a->srv);
+	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++)
+		a->listener_refused[i] += serve__refused(a->srv, i);
 	serve__free(a->srv);
+	a->srv = NULL;
 	while (a->pulls) { /* only abandoned ones are left once the listener is gone */
 		struct pull *p = a->pulls;
 

@@ -300,13 +300,21 @@ fail:
 	return NULL;
 }
 
+void serve__stop(struct serve *s)
+{
+	if (!s || !s->mhd)
+		return;
+	MHD_stop_daemon(s->mhd);
+	s->mhd = NULL;
+	s->ls.fd = -1; /* libmicrohttpd closed it */
+	listen_sock_close(&s->ls);
+}
+
 void serve__free(struct serve *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->mhd);
-	s->ls.fd = -1; /* libmicrohttpd closed it */
-	listen_sock_close(&s->ls);
+	serve__stop(s);
 	serve_token_free(s->token);
 	serve_file_free(s->tls_cert);
 	serve_file_free(s->tls_key);

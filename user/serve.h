@@ -49,6 +49,9 @@ struct serve;
 /* Listen per `o`. NULL with a sentence in `why`. */
 struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops, char *why,
 			 size_t why_size);
+/* No more connections, the open ones closed (its counts are final then). */
+void serve__stop(struct serve *s);
+/* Stop (if not yet) and free. */
 void serve__free(struct serve *s);
 /* Requests answered, by route ("metrics" or "pull"). */
 uint64_t serve__requests(const struct serve *s, const char *route);

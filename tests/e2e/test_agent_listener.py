@@ -22,6 +22,7 @@ import grp
 import os
 import resource
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -157,6 +158,12 @@ def test_loopback_listener_refuses_another_host_header(pywalk, interp, start_tar
         status, body = tcp_get(ag.port, "/metrics", host=host)
         assert status == 200, "Host %s: %d %r" % (host, status, body)
     wait_for(lambda: refused(ag.metrics(), "host") == 5, 10, "5 refusals counted")
+    # a reload's new listener goes on counting: a counter never goes back
+    ag.send(signal.SIGHUP)
+    wait_for(lambda: ag.stderr().count("SIGHUP: exporting") == 1, 10, "the reload")
+    ag.wait_listening()
+    tcp_get(ag.port, "/metrics", host="evil.example")
+    wait_for(lambda: refused(ag.metrics(), "host") == 6, 10, "6 refusals across a reload")
 
 
 @pytest.mark.core_only
