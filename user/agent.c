@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agg.h"
 #include "log.h"
 #include "metrics.h"
 #include "out.h"
@@ -28,6 +29,8 @@
  * the last one" drifts later by each loop's lateness, and two scrapes a second apart then
  * read the same page (the consumer is woken only every 100 ms). */
 #define METRICS_EVERY_NS 250000000ull
+/* How often a pull's listener thread looks whether its client is still there. */
+#define PULL_CHECK_NS 200000000l
 
 struct pull {
 	unsigned int seconds;
@@ -49,11 +52,13 @@ struct agent {
 	size_t nsinks;
 	bool need_otlp;
 	struct serve *srv;
+	uint64_t pull_bytes;
 	char host[129];
 	uint64_t next_window_ns, next_metrics_ns, start_wall_s;
 	/* counted across windows (a window takes its profile's drops with it) */
 	uint64_t windows, profiles, profile_bytes, encode_failures;
 	struct profile_drops drops;
+	uint64_t listener_refused[SERVE_REFUSAL__COUNT]; /* by listeners before a reload */
 	/* shared with the listener's threads */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -217,12 +222,13 @@ int agent__close_window(struct agent *a)
 
 /* ---- pulls ---------------------------------------------------------------------------- */
 
-static int on_pull(void *ctx, unsigned int seconds, int64_t pid, void **buf, size_t *len)
+static int on_pull(void *ctx, unsigned int seconds, int64_t pid, bool (*gone)(void *),
+		   void *gone_arg, void **buf, size_t *len)
 {
 	struct agent *a = ctx;
 	struct pull *p;
-	struct timespec deadline;
-	int err;
+	struct timespec limit;
+	int err, gone_err = -ETIMEDOUT;
 
 	pthread_mutex_lock(&a->lock);
 	if (a->stopping) {
@@ -243,16 +249,31 @@ static int on_pull(void *ctx, unsigned int seconds, int64_t pid, void **buf, siz
 	p->next = a->pulls;
 	a->pulls = p;
 	a->npulls++;
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += seconds + 60;
-	while (!p->done)
-		if (pthread_cond_timedwait(&a->cond, &a->lock, &deadline) == ETIMEDOUT)
+	clock_gettime(CLOCK_MONOTONIC, &limit);
+	limit.tv_sec += seconds + 60;
+	/* in short waits: a client that went away must not hold a tap for minutes */
+	while (!p->done) {
+		struct timespec slice;
+
+		clock_gettime(CLOCK_MONOTONIC, &slice);
+		if (slice.tv_sec > limit.tv_sec)
 			break;
+		slice.tv_nsec += PULL_CHECK_NS;
+		if (slice.tv_nsec >= 1000000000) {
+			slice.tv_sec++;
+			slice.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&a->cond, &a->lock, &slice);
+		if (!p->done && gone(gone_arg)) {
+			gone_err = -ECONNRESET;
+			break;
+		}
+	}
 	if (!p->done) {
-		/* the engine's thread owns its tap: it frees the pull when it finishes it */
+		/* the engine's thread owns its tap: it ends the pull on its next tick */
 		p->abandoned = true;
 		pthread_mutex_unlock(&a->lock);
-		return -ETIMEDOUT;
+		return gone_err;
 	}
 	for (struct pull **pp = &a->pulls; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
@@ -281,9 +302,13 @@ static void run_pulls(struct agent *a, uint64_t now)
 	for (struct pull **pp = &a->pulls; *pp;) {
 		struct pull *p = *pp;
 
-		if (p->done && p->abandoned) {
+		if (p->abandoned) {
 			*pp = p->next;
 			a->npulls--;
+			if (p->tap) {
+				engine__remove_tap(a->e, p->tap);
+				profile__free(p->tap);
+			}
 			free(p->buf);
 			free(p);
 			continue;
@@ -302,6 +327,14 @@ static void run_pulls(struct agent *a, uint64_t now)
 			}
 			p->started = true;
 			p->until_ns = now + p->seconds * 1000000000ull;
+			continue;
+		}
+		if (agg__bytes(profile__agg(p->tap)) > a->pull_bytes) {
+			engine__remove_tap(a->e, p->tap);
+			profile__free(p->tap);
+			p->tap = NULL;
+			p->err = -E2BIG;
+			p->done = woke = true;
 			continue;
 		}
 		if (now < p->until_ns)
@@ -450,6 +483,15 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 				     (double)ds->skipped[i]);
 	}
 	if (!err)
+		err = metrics_family(sb, "pywalk_listener_refused_total", "counter",
+				     "Listener requests refused or pulls cut short, by reason.");
+	for (int i = 0; !err && i < SERVE_REFUSAL__COUNT; i++) {
+		const char *l[] = { "reason", serve_refusal_name(i), NULL };
+
+		err = metrics_sample(sb, "pywalk_listener_refused_total", l,
+				     (double)(a->listener_refused[i] + serve__refused(a->srv, i)));
+	}
+	if (!err)
 		err = metrics_one(sb, "pywalk_symbol_cache_bytes", "gauge",
 				  "Bytes held by the code-object cache.", (double)ss->bytes);
 	if (!err)
@@ -594,6 +636,8 @@ void agent__totals(struct agent *a, struct agent_totals *t)
 	t->encode_failures = a->encode_failures;
 	t->drops = a->drops;
 	t->nsinks = a->nsinks;
+	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++)
+		t->listener_refused[i] = a->listener_refused[i] + serve__refused(a->srv, i);
 	for (size_t i = 0; i < a->nsinks; i++) {
 		snprintf(t->sink_names[i], sizeof(t->sink_names[i]), "%s", sink__name(a->sinks[i]));
 		sink__stats(a->sinks[i], &t->sinks[i]);
@@ -607,6 +651,8 @@ void agent__carry(struct agent *a, const struct agent_totals *t)
 	a->profile_bytes += t->profile_bytes;
 	a->encode_failures += t->encode_failures;
 	add_drops(&a->drops, &t->drops);
+	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++)
+		a->listener_refused[i] += t->listener_refused[i];
 	for (size_t i = 0; i < t->nsinks; i++)
 		for (size_t j = 0; j < a->nsinks; j++)
 			if (!strcmp(t->sink_names[i], sink__name(a->sinks[j])))
@@ -629,6 +675,7 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 	}
 	a->c = *c;
 	a->e = e;
+	a->pull_bytes = c->pull_bytes ? c->pull_bytes : AGENT_PULL_BYTES_DEFAULT;
 	pthread_mutex_init(&a->lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -677,8 +724,15 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 			goto fail;
 	}
 	if (c->metrics) {
+		struct serve_opts so = { .addr = c->metrics,
+					 .public = c->metrics_public,
+					 .group = c->metrics_group,
+					 .token_file = c->metrics_token_file,
+					 .tls_cert = c->metrics_tls_cert,
+					 .tls_key = c->metrics_tls_key };
+
 		sops.ctx = a;
-		a->srv = serve__new(c->metrics, c->metrics_public, &sops, why, sizeof(why));
+		a->srv = serve__new(&so, &sops, why, sizeof(why));
 		if (!a->srv) {
 			pw_err("%s\n", why);
 			goto fail;
@@ -711,7 +765,12 @@ void agent__free(struct agent *a, struct agent_totals *totals)
 	}
 	pthread_cond_broadcast(&a->cond);
 	pthread_mutex_unlock(&a->lock);
+	/* its counts, final once it is stopped, outlive it: the totals are taken below */
+	serve__stop(a->srv);
+	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++)
+		a->listener_refused[i] += serve__refused(a->srv, i);
 	serve__free(a->srv);
+	a->srv = NULL;
 	while (a->pulls) { /* only abandoned ones are left once the listener is gone */
 		struct pull *p = a->pulls;
 

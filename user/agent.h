@@ -13,8 +13,10 @@
 #include "engine.h"
 #include "export.h"
 #include "profile.h"
+#include "serve.h"
 
 #define AGENT_MAX_SERVICE_RULES 32 /* the --service help and error say 32 */
+#define AGENT_PULL_BYTES_DEFAULT (64ull << 20) /* the --pull-size help says 64M */
 
 struct agent_config {
 	uint64_t interval_ms;	      /* window length */
@@ -28,6 +30,10 @@ struct agent_config {
 	const char *token_file;	      /* bearer token for the HTTP sinks */
 	const char *metrics;	      /* listen address, NULL: none */
 	bool metrics_public;	      /* a non-loopback listen address is meant */
+	const char *metrics_group;    /* a unix: listener's group (mode 0660) */
+	const char *metrics_token_file; /* the listener's bearer token */
+	const char *metrics_tls_cert, *metrics_tls_key; /* the listener's HTTPS (PEM files) */
+	uint64_t pull_bytes;	      /* one pull's memory budget (0: the default) */
 	const char *host;	      /* the host label (default: gethostname) */
 	uint64_t queue_bytes;	      /* per-sink queue bound */
 	double flush_timeout_s;	      /* at shutdown */
@@ -49,6 +55,7 @@ struct agent_totals {
 	size_t nsinks;
 	char sink_names[AGENT_MAX_SINKS][32];
 	struct sink_stats sinks[AGENT_MAX_SINKS];
+	uint64_t listener_refused[SERVE_REFUSAL__COUNT];
 };
 
 /* Sinks and listener up; the engine must be started. NULL with the error printed. */

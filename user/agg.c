@@ -150,3 +150,9 @@ uint64_t agg__total(const struct agg *agg)
 {
 	return agg->total;
 }
+
+size_t agg__bytes(const struct agg *agg)
+{
+	return intern_bytes(&agg->frames) + intern_bytes(&agg->stacks) +
+	       agg->arena_cap * sizeof(*agg->arena);
+}

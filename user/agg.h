@@ -56,5 +56,7 @@ const uint32_t *agg__stack_frames(const struct agg *agg, const struct agg_stack 
 const struct agg_frame *agg__frame(const struct agg *agg, uint32_t id);
 size_t agg__nframes(const struct agg *agg);
 uint64_t agg__total(const struct agg *agg);
+/* Bytes its tables hold (what a pull's budget counts). */
+size_t agg__bytes(const struct agg *agg);
 
 #endif

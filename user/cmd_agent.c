@@ -39,6 +39,11 @@ enum {
 	OPT_QUEUE_SIZE,
 	OPT_FLUSH_TIMEOUT,
 	OPT_CONFIG,
+	OPT_METRICS_GROUP,
+	OPT_METRICS_TOKEN_FILE,
+	OPT_METRICS_TLS_CERT,
+	OPT_METRICS_TLS_KEY,
+	OPT_PULL_SIZE,
 };
 
 static const struct option agent_options[] = {
@@ -54,6 +59,11 @@ static const struct option agent_options[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC },
+	{ "metrics-group", required_argument, NULL, OPT_METRICS_GROUP },
+	{ "metrics-token-file", required_argument, NULL, OPT_METRICS_TOKEN_FILE },
+	{ "metrics-tls-cert", required_argument, NULL, OPT_METRICS_TLS_CERT },
+	{ "metrics-tls-key", required_argument, NULL, OPT_METRICS_TLS_KEY },
+	{ "pull-size", required_argument, NULL, OPT_PULL_SIZE },
 	{ "host", required_argument, NULL, OPT_HOST },
 	{ "service", required_argument, NULL, OPT_SERVICE },
 	{ "queue-size", required_argument, NULL, OPT_QUEUE_SIZE },
@@ -90,8 +100,15 @@ static void agent_help(FILE *f)
 		"      --flush-timeout TIME  at shutdown (default 10s)\n"
 		"Listener:\n"
 		"      --metrics ADDR     serve /metrics (Prometheus) and /debug/pprof/profile\n"
-		"                         (?seconds=N&pid=P) on ADDR, e.g. 127.0.0.1:9464\n"
-		"      --metrics-public   ADDR may be a non-loopback address\n"
+		"                         (?seconds=N&pid=P) on ADDR, e.g. 127.0.0.1:9464 or\n"
+		"                         unix:/run/pywalk/agent.sock (mode 0600, root's)\n"
+		"      --metrics-group NAME  the unix: socket is group NAME's too (mode 0660)\n"
+		"      --metrics-token-file F  every request needs 'Authorization: Bearer'\n"
+		"                         the token in F (root's, mode 0600)\n"
+		"      --metrics-tls-cert F  serve HTTPS with the PEM certificate (chain) in F\n"
+		"      --metrics-tls-key F   and the PEM key in F (root's, mode 0600)\n"
+		"      --metrics-public   ADDR may be a non-loopback address without a token\n"
+		"      --pull-size SIZE   one pull's memory budget (default 64M)\n"
 		"      --host NAME        the host label (default: the host name)\n"
 		"      --service GLOB=NAME  file processes whose script, module or comm\n"
 		"                         matches GLOB under service NAME (repeat; the first\n"
@@ -168,6 +185,22 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		return 0;
 	case OPT_METRICS_PUBLIC:
 		c->metrics_public = true;
+		return 0;
+	case OPT_METRICS_GROUP:
+		c->metrics_group = arg;
+		return 0;
+	case OPT_METRICS_TOKEN_FILE:
+		c->metrics_token_file = arg;
+		return 0;
+	case OPT_METRICS_TLS_CERT:
+		c->metrics_tls_cert = arg;
+		return 0;
+	case OPT_METRICS_TLS_KEY:
+		c->metrics_tls_key = arg;
+		return 0;
+	case OPT_PULL_SIZE:
+		if (parse_size(arg, 4 << 10, (uint64_t)1 << 40, &c->pull_bytes))
+			return usage("invalid --pull-size '%s' (e.g. 64M, 1G)", arg);
 		return 0;
 	case OPT_HOST:
 		c->host = arg;

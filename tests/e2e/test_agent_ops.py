@@ -828,7 +828,10 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "basic-auth-file": "/nonexistent/auth", "token-file": "/nonexistent/token",
           "metrics": "127.0.0.1:1", "host": "h", "queue-size": "8M",
           "flush-timeout": "2s", "service": "gunicorn*=web", "mode": "wall",
-          "min-block": "1ms", "native-stack": "32K", "native-cache": "64M"}
+          "min-block": "1ms", "native-stack": "32K", "native-cache": "64M",
+          "metrics-group": "nogroup", "metrics-token-file": "/nonexistent/metrics.token",
+          "pull-size": "16M", "metrics-tls-cert": "/nonexistent/cert.pem",
+          "metrics-tls-key": "/nonexistent/key.pem"}
 FLAGS = {"all", "subprocesses", "metrics-public", "verbose", "kernel", "native"}
 
 
