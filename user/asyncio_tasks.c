@@ -85,15 +85,15 @@ static const char *table_problem(const struct aio_table *a)
 	    a->task_coro > a->task_size - 8 || a->task_node > a->task_size - 16 ||
 	    a->task_is_task > a->task_size - 1 || a->task_awaited_by_is_set > a->task_size - 1 ||
 	    ((a->task_name | a->task_awaited_by | a->task_coro | a->task_node) & 7))
-		return "task object field";
+		return "task object field offsets";
 	if (a->interp_size < 16 || a->interp_size > ASYNC_MAX_STATE_SIZE ||
 	    a->interp_tasks_head > a->interp_size - 16 || (a->interp_tasks_head & 7))
-		return "interpreter state";
+		return "interpreter state offsets";
 	if (a->ts_size < 16 || a->ts_size > ASYNC_MAX_STATE_SIZE ||
 	    a->ts_running_loop > a->ts_size - 8 || a->ts_running_task > a->ts_size - 8 ||
 	    a->ts_tasks_head > a->ts_size - 16 ||
 	    ((a->ts_running_loop | a->ts_running_task | a->ts_tasks_head) & 7))
-		return "thread state";
+		return "thread state offsets";
 	return NULL;
 }
 
@@ -105,10 +105,12 @@ static bool is_asyncio_module(const char *path)
 	return !strncmp(base, "_asyncio.", 9) && strstr(base, ".so");
 }
 
-/* The table of the first mapped file that has one with possible sizes. */
+/* The table of the first mapped file that has one with possible sizes; the others with
+ * impossible sizes are counted. */
 static void find_table(struct reader *r, struct async_tasks *out)
 {
 	struct proc_maps maps = { 0 };
+	struct aio_table tab;
 	const char *rejected = NULL;
 	int err = proc_read_maps(r->t->pid, &maps);
 
@@ -133,28 +135,35 @@ static void find_table(struct reader *r, struct async_tasks *out)
 			continue;
 		err = elf_find_section(fd, ".AsyncioDebug", &sec);
 		close(fd);
-		if (err || sec.size < sizeof(r->tab))
+		if (err || sec.size < sizeof(tab))
 			continue;
 		bias = sec.is_dyn ? m->start - sec.first_load_vaddr : 0;
-		if (read_target(&r->tab, sizeof(r->tab), bias + sec.vaddr)) {
-			out->status = ASYNC_UNREADABLE;
-			snprintf(out->why, sizeof(out->why), "cannot read the asyncio table of %s",
-				 m->path);
+		if (read_target(&tab, sizeof(tab), bias + sec.vaddr)) {
+			if (out->status != ASYNC_OK) {
+				out->status = ASYNC_UNREADABLE;
+				snprintf(out->why, sizeof(out->why),
+					 "cannot read the asyncio table of %s", m->path);
+			}
 			continue;
 		}
-		rejected = table_problem(&r->tab);
+		/* every table is looked at, so that each forged one is counted */
+		rejected = table_problem(&tab);
 		if (rejected) {
 			out->tables_rejected++;
-			out->status = ASYNC_BAD_TABLE;
-			snprintf(out->why, sizeof(out->why),
-				 "the asyncio table in %s is rejected: impossible %s sizes", m->path,
-				 rejected);
+			if (out->status != ASYNC_OK) {
+				out->status = ASYNC_BAD_TABLE;
+				snprintf(out->why, sizeof(out->why),
+					 "the asyncio table in %s is rejected: impossible %s",
+					 m->path, rejected);
+			}
 			continue;
 		}
+		if (out->status == ASYNC_OK)
+			continue;
+		r->tab = tab;
 		snprintf(out->table_file, sizeof(out->table_file), "%s", m->path);
 		out->status = ASYNC_OK;
 		out->why[0] = 0;
-		break;
 	}
 	proc_maps_free(&maps);
 }

@@ -54,7 +54,7 @@ enum async_status {
 
 struct async_tasks {
 	enum async_status status;
-	char why[160];		/* a sentence for the user when status is not ASYNC_OK */
+	char why[512];		/* a sentence for the user when status is not ASYNC_OK */
 	char table_file[256];	/* the file the table was taken from */
 	unsigned int tables_rejected; /* tables found with impossible sizes */
 	struct async_task *tasks; /* ntasks read in full */

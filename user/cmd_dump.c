@@ -263,7 +263,7 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 	const struct async_tasks *a = &d->aio;
 	struct sb_frame_ctx x = { sb, st, stt };
 	struct task_index *ix;
-	char why[512];
+	char why[640];
 	int err;
 
 	async_summary(a, why, sizeof(why));
