@@ -35,9 +35,13 @@ NAMED = {
     "awaiter-task": ["awaiter"],
     "tg-child-0": ["tg_child"],
     "tg-child-1": ["tg_child"],
+    "other-loop": ["other_wait"],
 }
 EDGES = {("gatherer", "gathered"), ("grouper", "tg-child-0"), ("grouper", "tg-child-1"),
-         ("shielder", "shielded-inner"), ("awaiter-task", "awaited-task")}
+         ("shielder", "shielded-inner"), ("awaiter-task", "awaited-task"),
+         ("second_main", "other-loop")}
+# the tasks of the second loop, in thread "loop-2"
+SECOND_LOOP = {"second_main", "other-loop"}
 
 
 def need_314(interp):
@@ -118,34 +122,43 @@ def dump_async(t, *extra):
 
 
 def check_shape(tasks, t, idle):
-    """Every task of the program once, named, awaited by whom it is, each coroutine chain
-    exactly at its lines."""
+    """Every task of the program once, named, in its loop's thread, awaited by whom it is,
+    each coroutine chain exactly at its lines."""
     m = e2e.markers(SCRIPT)
-    by_name = {}
-    for tid, (name, where, awaiters, frames) in tasks.items():
-        by_name.setdefault(name, []).append(tid)
-        assert where == "thread %d" % t.pid, (name, where)
-    gathered = [k for k, v in tasks.items() if v[3] and v[3][-1][0] == "gathered"]
-    assert len(gathered) == 3, tasks
-    assert len(tasks) == len(NAMED) + 3 + idle, (len(tasks), sorted(by_name))
-    for name, chain in NAMED.items():
-        assert len(by_name.get(name, [])) == 1, (name, by_name.get(name))
+    (loop2,) = [tid for tid in t.tids() if tid != t.pid]
+
+    def role(k):
+        """the task's name, or for asyncio's unnamed tasks the coroutine they run"""
+        name, _, _, frames = tasks[k]
+        mine = [f[0] for f in frames if f[1] == t.script_path]
+        if mine in (["gathered"], ["second_main"]):
+            return mine[0]
+        return name
+
+    by_role = {}
     for k, (name, where, awaiters, frames) in tasks.items():
+        r = role(k)
+        by_role.setdefault(r, []).append(k)
+        assert where == "thread %d" % (loop2 if r in SECOND_LOOP else t.pid), (name, where)
+    assert len(by_role.pop("gathered", [])) == 3, sorted(by_role)
+    assert len(by_role.pop("second_main", [])) == 1, sorted(by_role)
+    assert len(tasks) == len(NAMED) + 4 + idle, (len(tasks), sorted(by_role))
+    for name in NAMED:
+        assert len(by_role.get(name, [])) == 1, (name, by_role.get(name))
+    for k, (name, where, awaiters, frames) in tasks.items():
+        r = role(k)
         mine = [(f[0], f[2]) for f in frames if f[1] == t.script_path]
-        if k in gathered:
-            want = ["gathered"]
-        elif name.startswith("idle-"):
-            want = ["idle"]
-        else:
-            want = NAMED[name]
+        want = ["idle"] if r.startswith("idle-") else [r] if r in (
+            "gathered", "second_main") else NAMED[r]
         assert mine == [(fn, m[fn]) for fn in want], (name, frames)
         # no frame of the program other than its own chain
         assert all(f[1] == t.script_path or "/asyncio/" in f[1] for f in frames), frames
     edges = set()
     for k, (name, _, awaiters, _) in tasks.items():
         for a in awaiters:
-            edges.add((tasks[a][0], "gathered" if k in gathered else name))
+            edges.add((role(a), role(k)))
     assert edges == EDGES, edges
+    return {k for k in tasks if role(k) in SECOND_LOOP}
 
 
 def test_dump_async_matches_cpython_reader(pywalk, interp):
@@ -156,15 +169,19 @@ def test_dump_async_matches_cpython_reader(pywalk, interp):
         out = dump_async(t)
         tasks = parse_dump(out)
         assert re.search(r"^asyncio: %d tasks:$" % len(tasks), out, re.M), out[-3000:]
-        check_shape(tasks, t, idle)
-        # CPython's own reader, on the same (suspended, so unchanged) process
+        second = check_shape(tasks, t, idle)
+        # CPython's own reader, on the same (suspended, so unchanged) process. 3.14's
+        # lists the main thread's loop only: there, the second loop's tasks are pywalk's
+        # alone.
         ps_names, ps_edges = parse_ps(asyncio_tool(interp, t, "ps"))
-        assert ps_names == {k: v[0] for k, v in tasks.items()}, (
-            set(ps_names.items()) ^ set((k, v[0]) for k, v in tasks.items()))
-        assert ps_edges == {(a, k) for k, v in tasks.items() for a in v[2]}, ps_edges
+        theirs = {k: v for k, v in tasks.items()
+                  if interp.version != "3.14" or k not in second}
+        assert ps_names == {k: v[0] for k, v in theirs.items()}, (
+            set(ps_names.items()) ^ set((k, v[0]) for k, v in theirs.items()))
+        assert ps_edges == {(a, k) for k, v in theirs.items() for a in v[2]}, ps_edges
         tree_names, tree_edges = parse_pstree(asyncio_tool(interp, t, "pstree"))
-        assert tree_names == {v[0] for v in tasks.values()}, tree_names
-        assert tree_edges == {(tasks[a][0], v[0]) for v in tasks.values() for a in v[2]}
+        assert tree_names == {v[0] for v in theirs.values()}, tree_names
+        assert tree_edges == {(tasks[a][0], v[0]) for v in theirs.values() for a in v[2]}
         # the JSON says the same
         doc = json.loads(e2e.run_pywalk(["dump", "--async", "--json", "-p", t.pid],
                                         timeout=120).stdout)
@@ -196,8 +213,10 @@ def test_dump_async_running_task(pywalk, interp):
         assert spin, "no task 'spinner' within 30 s: %s" % sorted(v[0] for v in tasks.values())
         name, where, awaiters, frames = spin[0]
         assert where == "thread %d, running" % t.pid, where
-        assert [(f[0], f[2]) for f in frames] == [("spin_forever", m["spin"]),
-                                                  ("spinner", m["spinner"])], frames
+        # the innermost frame anywhere in its loop
+        assert [f[0] for f in frames] == ["spin_forever", "spinner"], frames
+        assert frames[0][2] in (m["spin_loop"], m["spin"]), frames
+        assert frames[1][2] == m["spinner"], frames
         assert [v[1] for v in tasks.values()].count("thread %d, running" % t.pid) == 1
     finally:
         t.stop()
@@ -213,7 +232,7 @@ def test_dump_async_caps_a_hundred_thousand_tasks(pywalk, interp):
         head = re.search(r"^asyncio: (\d+) tasks \((.*)\):$", out, re.M)
         assert head, out[-2000:]
         assert int(head.group(1)) == 20000, head.group(0)
-        assert head.group(2) == ("100013 tasks listed, the first 20000 shown (pywalk reads "
+        assert head.group(2) == ("100015 tasks listed, the first 20000 shown (pywalk reads "
                                  "at most 20000)"), head.group(0)
         assert len(parse_dump(out)) == 20000
         assert took < 60, took
@@ -279,5 +298,25 @@ def test_dump_async_refused_before_314(pywalk, all_interpreters, version):
                          "task table (3.14+)" % (t.pid, version)], lines
         # refused before pausing it: nobody traces it
         assert t.proc.poll() is None
+    finally:
+        t.stop()
+
+
+def test_dump_async_escapes_a_hostile_task_name(pywalk, interp):
+    """A task name is the program's to choose: terminal escapes, quotes, a newline, a
+    bidirectional control are printed inert, and JSON gives the name back exactly."""
+    need_314(interp)
+    hostile = 'evil\x1b[2J"quoted"\nline;semi\u202e'
+    t = start(interp, 0, "-", "hostile")
+    try:
+        out = dump_async(t)
+        assert "\x1b" not in out and "\u202e" not in out, repr(out)
+        lines = [ln for ln in out.splitlines() if ln.startswith("Task ") and "evil" in ln]
+        assert len(lines) == 1, repr(out)
+        assert '"evil\\x1b[2J"quoted"\\nline\\x3bsemi\\u202E"' in lines[0] or \
+            '"evil\\x1b[2J"quoted"\\nline\\x3bsemi\\u202e"' in lines[0], lines[0]
+        doc = json.loads(e2e.run_pywalk(["dump", "--async", "--json", "-p", t.pid]).stdout)
+        names = [k["name"] for k in doc["processes"][0]["asyncio"]["tasks"]]
+        assert hostile in names, names
     finally:
         t.stop()

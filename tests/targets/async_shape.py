@@ -5,10 +5,16 @@ of 2, a task named by the program, a shielded task, a task that awaits another t
 IDLE more suspended tasks ("idle-N"). Lines ending in '# @NAME' are where each coroutine
 waits (tests read them with markers()).
 
-argv: [IDLE] [spin]  -- with "spin" the task "spinner" then runs forever (never yields),
-so the loop thread is running it when it is read."""
+A second thread ("loop-2") runs a loop of its own with a task "other-loop" waiting.
+
+argv: [IDLE] [spin] [hostile]  -- with "spin" the task "spinner" then runs forever (never
+yields), so the loop thread is running it when it is read; with "hostile" one more task
+is named with terminal escapes, quotes, a newline and a ';'."""
 import asyncio
 import sys
+import threading
+
+HOSTILE_NAME = 'evil\x1b[2J"quoted"\nline;semi\u202e'
 
 
 async def leaf(ev):
@@ -68,12 +74,24 @@ async def idle(ev):
 
 def spin_forever():
     n = 0
-    while True:
+    while True:  # @spin_loop
         n += 1  # @spin
 
 
 async def spinner():
     spin_forever()  # @spinner
+
+
+async def other_wait(ev):
+    await ev.wait()  # @other_wait
+
+
+async def second_main(started):
+    ev = asyncio.Event()
+    task = asyncio.create_task(other_wait(ev), name="other-loop")
+    await asyncio.sleep(0)
+    started.set()
+    await task  # @second_main
 
 
 async def main():
@@ -90,6 +108,14 @@ async def main():
     keep.append(asyncio.create_task(awaiter(target), name="awaiter-task"))
     keep.extend(asyncio.create_task(idle(ev), name="idle-%d" % i) for i in range(idle_count))
     for _ in range(3):  # every task reaches its wait
+        await asyncio.sleep(0)
+    if "hostile" in sys.argv[2:]:
+        keep.append(asyncio.create_task(idle(ev), name=HOSTILE_NAME))
+    started = threading.Event()
+    threading.Thread(target=asyncio.run, args=(second_main(started),), name="loop-2",
+                     daemon=True).start()
+    started.wait()
+    for _ in range(3):
         await asyncio.sleep(0)
     if "spin" in sys.argv[2:]:
         keep.append(asyncio.create_task(spinner(), name="spinner"))
