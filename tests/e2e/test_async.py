@@ -3,7 +3,7 @@
 suspended, with the same names and await edges as CPython's own `python -m asyncio ps` and
 `pstree` say for the same process, and each coroutine chain with its exact lines; 1,000
 idle tasks all listed; 100,000 capped, counted and said, in bounded time; the running task
-shown from its thread's own frames. Bad input: --async on 3.11/3.12 (refused, exit 2), a
+shown from its thread's own frames. Bad input: --async on 3.10-3.13 (refused, exit 2), a
 process that never imports asyncio (no tasks, no error), a forged table with impossible
 sizes (rejected, counted)."""
 import copy
@@ -283,7 +283,7 @@ def test_dump_async_rejects_impossible_table(pywalk, interp, tmp_path_factory):
         t.stop()
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
 def test_dump_async_refused_before_314(pywalk, all_interpreters, version):
     found = [i for i in all_interpreters if i.version == version]
     if not found:
