@@ -223,11 +223,14 @@ static void async_summary(const struct async_tasks *a, char *buf, size_t size)
 		snprintf(buf, size, "no tasks: the program has not imported asyncio");
 	else if (a->status != ASYNC_OK)
 		snprintf(buf, size, "no tasks: %s", a->why);
-	else if (a->list_cut || a->listed > a->ntasks + a->unreadable)
+	else if (a->list_cut)
 		snprintf(buf, size,
-			 "%s%zu tasks listed, the first %zu shown (pywalk reads at most %u%s)",
-			 a->list_cut ? "more than " : "", a->listed, a->ntasks, ASYNC_MAX_TASKS,
-			 a->list_cut ? " and lists no more than that many reads allow" : "");
+			 "a task list did not end within %u tasks or pywalk's read budget: %zu "
+			 "listed, the first %zu shown",
+			 ASYNC_MAX_LISTED, a->listed, a->ntasks);
+	else if (a->listed > a->ntasks + a->unreadable)
+		snprintf(buf, size, "%zu tasks listed, the first %zu shown (pywalk reads at most %u)",
+			 a->listed, a->ntasks, ASYNC_MAX_TASKS);
 	else if (a->unreadable)
 		snprintf(buf, size, "%zu of %zu tasks could not be read", a->unreadable, a->listed);
 }

@@ -192,6 +192,8 @@ def test_dump_async_matches_cpython_reader(pywalk, interp):
                                  [(f["function"], f["file"], f["line"]) for f in k["frames"]])
               for k in aio["tasks"]}
         assert js == {k: (v[0], v[2], v[3]) for k, v in tasks.items()}
+        # not paused: the same, since nothing runs
+        assert parse_dump(dump_async(t, "--nonblocking")) == tasks
         assert t.proc.poll() is None
     finally:
         t.stop()
