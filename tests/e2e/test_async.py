@@ -44,6 +44,10 @@ EDGES = {("gatherer", "gathered"), ("grouper", "tg-child-0"), ("grouper", "tg-ch
 SECOND_LOOP = {"second_main", "other-loop"}
 
 
+RELEASE_314 = os.path.join(os.environ.get("PYWALK_CACHE") or "/var/cache/pywalk",
+                           "cpython-3.14.7", "bin", "python3.14")
+
+
 def need_314(interp):
     if interp.version not in ("3.14", "3.15"):
         pytest.skip("asyncio task tables exist from 3.14 on")
@@ -195,6 +199,24 @@ def test_dump_async_matches_cpython_reader(pywalk, interp):
         # not paused: the same, since nothing runs
         assert parse_dump(dump_async(t, "--nonblocking")) == tasks
         assert t.proc.poll() is None
+    finally:
+        t.stop()
+
+
+def test_dump_async_release_build(pywalk):
+    """The same on CPython 3.14.7 built from the release source (PIE, _asyncio a shared
+    module at its own load bias), when scripts/get-cpython-release.sh has built it."""
+    if not os.access(RELEASE_314, os.X_OK):
+        pytest.skip("no %s (scripts/get-cpython-release.sh)" % RELEASE_314)
+    interp = e2e.interpreters.Interpreter("release", "3.14", "3.14.7", RELEASE_314)
+    t = start(interp, 10)
+    try:
+        tasks = parse_dump(dump_async(t))
+        second = check_shape(tasks, t, 10)
+        ps_names, ps_edges = parse_ps(asyncio_tool(interp, t, "ps"))
+        theirs = {k: v for k, v in tasks.items() if k not in second}
+        assert ps_names == {k: v[0] for k, v in theirs.items()}, ps_names
+        assert ps_edges == {(a, k) for k, v in theirs.items() for a in v[2]}, ps_edges
     finally:
         t.stop()
 
