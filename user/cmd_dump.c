@@ -235,28 +235,53 @@ static void async_summary(const struct async_tasks *a, char *buf, size_t size)
 		snprintf(buf, size, "%zu of %zu tasks could not be read", a->unreadable, a->listed);
 }
 
-struct sb_frame_ctx {
-	struct strbuf *sb;
-	struct symtab *st;
-	const struct symtab_target *stt;
-};
-
-static int print_frame_line(struct sb_frame_ctx *x, const struct pw_frame *f)
+/* Frames, innermost first, one line each: "    name (file:line)". */
+static int text_frames(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+		       const struct pw_frame *frames, uint32_t n)
 {
-	struct frame_text ft;
-	int err;
+	int err = 0;
 
-	if (!frame_text(x->st, x->stt, f, &ft))
-		return 0;
-	err = strbuf_add(x->sb, "    ", 4);
-	if (!err)
-		err = escape_folded(x->sb, ft.name);
-	if (!err)
-		err = strbuf_add(x->sb, " (", 2);
-	if (!err)
-		err = escape_folded(x->sb, ft.file);
-	if (!err)
-		err = strbuf_addf(x->sb, ":%d)\n", ft.line);
+	for (uint32_t j = 0; j < n && !err; j++) {
+		struct frame_text ft;
+
+		if (!frame_text(st, stt, &frames[j], &ft))
+			continue;
+		err = strbuf_add(sb, "    ", 4);
+		if (!err)
+			err = escape_folded(sb, ft.name);
+		if (!err)
+			err = strbuf_add(sb, " (", 2);
+		if (!err)
+			err = escape_folded(sb, ft.file);
+		if (!err)
+			err = strbuf_addf(sb, ":%d)\n", ft.line);
+	}
+	return err;
+}
+
+static int json_str(struct strbuf *sb, const char *key, const char *v, bool comma);
+
+/* Frames as the members of a JSON array: {"function", "file", "line"}. */
+static int json_frames(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+		       const struct pw_frame *frames, uint32_t n)
+{
+	bool first = true;
+	int err = 0;
+
+	for (uint32_t j = 0; j < n && !err; j++) {
+		struct frame_text ft;
+
+		if (!frame_text(st, stt, &frames[j], &ft))
+			continue;
+		err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
+		first = false;
+		if (!err)
+			err = json_str(sb, "function", ft.name, false);
+		if (!err)
+			err = json_str(sb, "file", ft.file, true);
+		if (!err)
+			err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
+	}
 	return err;
 }
 
@@ -264,7 +289,6 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 			    const struct symtab_target *stt, const struct dump *d)
 {
 	const struct async_tasks *a = &d->aio;
-	struct sb_frame_ctx x = { sb, st, stt };
 	struct task_index *ix;
 	char why[640];
 	int err;
@@ -319,8 +343,8 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 			err = strbuf_addf(sb, " (its awaiters could not be read)");
 		if (!err)
 			err = strbuf_add(sb, ":\n", 2);
-		for (uint32_t j = 0; j < k->nframes && !err; j++)
-			err = print_frame_line(&x, &k->frames[j]);
+		if (!err)
+			err = text_frames(sb, st, stt, k->frames, k->nframes);
 		if (!err && k->frames_cut)
 			err = strbuf_addf(sb, "    (more coroutine frames not shown: --max-depth)\n");
 		if (!err && k->frames_unreadable)
@@ -329,8 +353,6 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 	free(ix);
 	return err;
 }
-
-static int json_str(struct strbuf *sb, const char *key, const char *v, bool comma);
 
 static int print_async_json(struct strbuf *sb, struct symtab *st,
 			    const struct symtab_target *stt, const struct dump *d)
@@ -357,7 +379,6 @@ static int print_async_json(struct strbuf *sb, struct symtab *st,
 				  a->unreadable);
 	for (size_t i = 0; i < a->ntasks && !err; i++) {
 		const struct async_task *k = &a->tasks[i];
-		bool first = true;
 
 		err = strbuf_addf(sb, "%s{\"id\":\"0x%llx\"", i ? "," : "",
 				  (unsigned long long)k->addr);
@@ -376,20 +397,8 @@ static int print_async_json(struct strbuf *sb, struct symtab *st,
 					  "\"frames_unreadable\":%s,\"frames\":[",
 					  k->awaiters_cut, k->frames_cut ? "true" : "false",
 					  k->frames_unreadable ? "true" : "false");
-		for (uint32_t j = 0; j < k->nframes && !err; j++) {
-			struct frame_text ft;
-
-			if (!frame_text(st, stt, &k->frames[j], &ft))
-				continue;
-			err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
-			first = false;
-			if (!err)
-				err = json_str(sb, "function", ft.name, false);
-			if (!err)
-				err = json_str(sb, "file", ft.file, true);
-			if (!err)
-				err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
-		}
+		if (!err)
+			err = json_frames(sb, st, stt, k->frames, k->nframes);
 		if (!err)
 			err = strbuf_add(sb, "]}", 2);
 	}
@@ -441,21 +450,8 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 		else if (!err && t->outcome != PW_OUT_SHIPPED)
 			err = strbuf_addf(sb, "    (no stack: %s)\n",
 					  engine_outcome_label(t->outcome, false));
-		for (uint32_t j = 0; t->outcome == PW_OUT_SHIPPED && j < t->nframes && !err; j++) {
-			struct frame_text ft;
-
-			if (!frame_text(st, &stt, &t->frames[j], &ft))
-				continue;
-			err = strbuf_add(sb, "    ", 4);
-			if (!err)
-				err = escape_folded(sb, ft.name);
-			if (!err)
-				err = strbuf_add(sb, " (", 2);
-			if (!err)
-				err = escape_folded(sb, ft.file);
-			if (!err)
-				err = strbuf_addf(sb, ":%d)\n", ft.line);
-		}
+		if (!err && t->outcome == PW_OUT_SHIPPED)
+			err = text_frames(sb, st, &stt, t->frames, t->nframes);
 	}
 	if (!err && d->async_read)
 		err = print_async_text(sb, st, &stt, d);
@@ -498,7 +494,6 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 		err = strbuf_add(sb, "},\"threads\":[", 13);
 	for (size_t i = 0; i < d->nthreads && !err; i++) {
 		const struct dump_thread *t = &d->threads[i];
-		bool first = true;
 
 		state[0] = t->state ? t->state : '?';
 		err = strbuf_addf(sb, "%s{\"tid\":%d,\"thread_id\":%llu", i ? "," : "", t->tid,
@@ -528,20 +523,8 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 				       true);
 		if (!err)
 			err = strbuf_add(sb, ",\"frames\":[", 11);
-		for (uint32_t j = 0; t->outcome == PW_OUT_SHIPPED && j < t->nframes && !err; j++) {
-			struct frame_text ft;
-
-			if (!frame_text(st, &stt, &t->frames[j], &ft))
-				continue;
-			err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
-			first = false;
-			if (!err)
-				err = json_str(sb, "function", ft.name, false);
-			if (!err)
-				err = json_str(sb, "file", ft.file, true);
-			if (!err)
-				err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
-		}
+		if (!err && t->outcome == PW_OUT_SHIPPED)
+			err = json_frames(sb, st, &stt, t->frames, t->nframes);
 		if (!err)
 			err = strbuf_add(sb, "]}", 2);
 	}
