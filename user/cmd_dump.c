@@ -19,7 +19,7 @@
 #include "symtab.h"
 #include "util.h"
 
-enum { OPT_JSON = 0x2000, OPT_NONBLOCKING, OPT_MAX_DEPTH };
+enum { OPT_JSON = 0x2000, OPT_NONBLOCKING, OPT_MAX_DEPTH, OPT_ASYNC };
 
 struct dump_cli {
 	pid_t pids[CLI_MAX_PIDS];
@@ -33,6 +33,7 @@ static const struct option dump_options[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
+	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ 0 },
 };
 
@@ -49,14 +50,19 @@ static void dump_help(FILE *f)
 		"      --json             one JSON document: processes, threads, frames\n"
 		"      --nonblocking      do not pause: a stack that moves while it is read is\n"
 		"                         read again (up to 20 times), else shown as rejected\n"
-		"      --max-depth N      longest stack shown, 1-4096 frames (default %d)\n",
+		"      --max-depth N      longest stack shown, 1-4096 frames (default %d)\n"
+		"      --async            also every asyncio task (Python 3.14+), running or\n"
+		"                         suspended: its name, the tasks that await it and its\n"
+		"                         coroutine frames, innermost first\n",
 		PW_DEFAULT_MAX_DEPTH);
 	cli_help_other(f, 0);
 	fprintf(f,
 		"\nExamples:\n"
 		"    pywalk dump -p 4242\n"
-		"    pywalk dump -p 4242 --json | jq '.processes[0].threads[].frames[0]'\n\n"
-		"Exit status: 0 every process dumped, 1 one could not be, 2 usage error.\n");
+		"    pywalk dump -p 4242 --json | jq '.processes[0].threads[].frames[0]'\n"
+		"    pywalk dump --async -p 4242\n\n"
+		"Exit status: 0 every process dumped, 1 one could not be, 2 usage error (or\n"
+		"--async for a Python before 3.14).\n");
 }
 
 static int dump_usage(const char *fmt, const char *arg)
@@ -91,6 +97,9 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		return 0;
 	case OPT_NONBLOCKING:
 		c->o.nonblocking = true;
+		return 0;
+	case OPT_ASYNC:
+		c->o.async = true;
 		return 0;
 	case OPT_MAX_DEPTH:
 		if (parse_u32(arg, 1, PW_MAX_FRAMES_CAP, &c->o.max_depth))
@@ -158,6 +167,246 @@ static const char *names_problem(const struct dump *d, char *buf, size_t size)
 	return buf;
 }
 
+/* Tasks by address, to name a task's awaiters. */
+struct task_index {
+	uint64_t addr;
+	size_t i;
+};
+
+static int index_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct task_index *)a)->addr, y = ((const struct task_index *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct task_index *index_tasks(const struct async_tasks *a)
+{
+	struct task_index *ix = calloc(a->ntasks ? a->ntasks : 1, sizeof(*ix));
+
+	if (!ix)
+		return NULL;
+	for (size_t i = 0; i < a->ntasks; i++)
+		ix[i] = (struct task_index){ a->tasks[i].addr, i };
+	qsort(ix, a->ntasks, sizeof(*ix), index_cmp);
+	return ix;
+}
+
+static const struct async_task *task_at(const struct async_tasks *a,
+					const struct task_index *ix, uint64_t addr)
+{
+	struct task_index key = { addr, 0 };
+	const struct task_index *hit = bsearch(&key, ix, a->ntasks, sizeof(*ix), index_cmp);
+
+	return hit ? &a->tasks[hit->i] : NULL;
+}
+
+/* Host tid of the thread whose native id the task list was found under (0: none). */
+static pid_t task_tid(const struct dump *d, const struct async_task *k)
+{
+	for (size_t i = 0; k->thread_id && i < d->nthreads; i++)
+		if (d->threads[i].thread_id == k->thread_id)
+			return d->threads[i].tid;
+	return 0;
+}
+
+static const char *task_name(const struct async_task *k)
+{
+	return k->name_unreadable ? "?" : k->name;
+}
+
+/* Why no task is shown, or how many are; "" when all were read. */
+static void async_summary(const struct async_tasks *a, char *buf, size_t size)
+{
+	buf[0] = 0;
+	if (a->status == ASYNC_NOT_IMPORTED)
+		snprintf(buf, size, "no tasks: the program has not imported asyncio");
+	else if (a->status != ASYNC_OK)
+		snprintf(buf, size, "no tasks: %s", a->why);
+	else if (a->list_cut)
+		snprintf(buf, size,
+			 "a task list did not end within %u tasks or pywalk's read budget: %zu "
+			 "listed, the first %zu shown",
+			 ASYNC_MAX_LISTED, a->listed, a->ntasks);
+	else if (a->listed > a->ntasks + a->unreadable)
+		snprintf(buf, size, "%zu tasks listed, the first %zu shown (pywalk reads at most %u)",
+			 a->listed, a->ntasks, ASYNC_MAX_TASKS);
+	else if (a->unreadable)
+		snprintf(buf, size, "%zu of %zu tasks could not be read", a->unreadable, a->listed);
+}
+
+/* Frames, innermost first, one line each: "    name (file:line)". */
+static int text_frames(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+		       const struct pw_frame *frames, uint32_t n)
+{
+	int err = 0;
+
+	for (uint32_t j = 0; j < n && !err; j++) {
+		struct frame_text ft;
+
+		if (!frame_text(st, stt, &frames[j], &ft))
+			continue;
+		err = strbuf_add(sb, "    ", 4);
+		if (!err)
+			err = escape_folded(sb, ft.name);
+		if (!err)
+			err = strbuf_add(sb, " (", 2);
+		if (!err)
+			err = escape_folded(sb, ft.file);
+		if (!err)
+			err = strbuf_addf(sb, ":%d)\n", ft.line);
+	}
+	return err;
+}
+
+static int json_str(struct strbuf *sb, const char *key, const char *v, bool comma);
+
+/* Frames as the members of a JSON array: {"function", "file", "line"}. */
+static int json_frames(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+		       const struct pw_frame *frames, uint32_t n)
+{
+	bool first = true;
+	int err = 0;
+
+	for (uint32_t j = 0; j < n && !err; j++) {
+		struct frame_text ft;
+
+		if (!frame_text(st, stt, &frames[j], &ft))
+			continue;
+		err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
+		first = false;
+		if (!err)
+			err = json_str(sb, "function", ft.name, false);
+		if (!err)
+			err = json_str(sb, "file", ft.file, true);
+		if (!err)
+			err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
+	}
+	return err;
+}
+
+static int print_async_text(struct strbuf *sb, struct symtab *st,
+			    const struct symtab_target *stt, const struct dump *d)
+{
+	const struct async_tasks *a = &d->aio;
+	struct task_index *ix;
+	char why[640];
+	int err;
+
+	async_summary(a, why, sizeof(why));
+	err = strbuf_addf(sb, "\nasyncio: %zu task%s", a->ntasks, a->ntasks == 1 ? "" : "s");
+	if (!err && why[0]) {
+		err = strbuf_add(sb, " (", 2);
+		if (!err)
+			err = escape_folded(sb, why);
+		if (!err)
+			err = strbuf_add(sb, ")", 1);
+	}
+	if (!err)
+		err = strbuf_add(sb, a->ntasks ? ":\n" : "\n", a->ntasks ? 2 : 1);
+	if (!err && a->tables_rejected && a->status == ASYNC_OK)
+		err = strbuf_addf(sb, "(%u asyncio table%s with impossible sizes rejected)\n",
+				  a->tables_rejected, a->tables_rejected == 1 ? "" : "s");
+	if (err || !a->ntasks)
+		return err;
+	ix = index_tasks(a);
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->ntasks && !err; i++) {
+		const struct async_task *k = &a->tasks[i];
+		pid_t tid = task_tid(d, k);
+
+		err = strbuf_addf(sb, "\nTask 0x%llx \"", (unsigned long long)k->addr);
+		if (!err)
+			err = escape_folded(sb, task_name(k));
+		if (!err && tid)
+			err = strbuf_addf(sb, "\" (thread %d%s)", tid, k->running ? ", running" : "");
+		else if (!err)
+			err = strbuf_addf(sb, "\" (%s)", k->thread_id ? "thread unknown" :
+							       "of an exited thread");
+		for (uint32_t j = 0; j < k->nawaiters && !err; j++) {
+			const struct async_task *p = task_at(a, ix, k->awaiters[j]);
+
+			err = strbuf_addf(sb, "%s0x%llx", j ? ", " : ", awaited by ",
+					  (unsigned long long)k->awaiters[j]);
+			if (!err && p) {
+				err = strbuf_add(sb, " \"", 2);
+				if (!err)
+					err = escape_folded(sb, task_name(p));
+				if (!err)
+					err = strbuf_add(sb, "\"", 1);
+			}
+		}
+		if (!err && k->awaiters_cut)
+			err = strbuf_addf(sb, " and %u more", k->awaiters_cut);
+		if (!err && k->awaiters_unreadable)
+			err = strbuf_addf(sb, " (its awaiters could not be read)");
+		if (!err)
+			err = strbuf_add(sb, ":\n", 2);
+		if (!err)
+			err = text_frames(sb, st, stt, k->frames, k->nframes);
+		if (!err && k->frames_cut)
+			err = strbuf_addf(sb, "    (more coroutine frames not shown: --max-depth)\n");
+		if (!err && k->frames_unreadable)
+			err = strbuf_addf(sb, "    (the rest of its coroutine chain could not be read)\n");
+	}
+	free(ix);
+	return err;
+}
+
+static int print_async_json(struct strbuf *sb, struct symtab *st,
+			    const struct symtab_target *stt, const struct dump *d)
+{
+	static const char *const status[] = { [ASYNC_OK] = "ok",
+					      [ASYNC_UNSUPPORTED] = "unsupported",
+					      [ASYNC_NOT_IMPORTED] = "not imported",
+					      [ASYNC_BAD_TABLE] = "bad table",
+					      [ASYNC_UNREADABLE] = "unreadable" };
+	const struct async_tasks *a = &d->aio;
+	int err;
+
+	err = strbuf_add(sb, ",\"asyncio\":{", 12);
+	if (!err)
+		err = json_str(sb, "status", status[a->status], false);
+	if (!err && a->status != ASYNC_OK && a->status != ASYNC_NOT_IMPORTED)
+		err = json_str(sb, "error", a->why, true);
+	if (!err)
+		err = json_str(sb, "table", a->table_file, true);
+	if (!err)
+		err = strbuf_addf(sb, ",\"tables_rejected\":%u,\"listed\":%zu,\"list_cut\":%s,"
+				  "\"unreadable\":%zu,\"tasks\":[",
+				  a->tables_rejected, a->listed, a->list_cut ? "true" : "false",
+				  a->unreadable);
+	for (size_t i = 0; i < a->ntasks && !err; i++) {
+		const struct async_task *k = &a->tasks[i];
+
+		err = strbuf_addf(sb, "%s{\"id\":\"0x%llx\"", i ? "," : "",
+				  (unsigned long long)k->addr);
+		if (!err && !k->name_unreadable)
+			err = json_str(sb, "name", k->name, true);
+		else if (!err)
+			err = strbuf_add(sb, ",\"name\":null", 12);
+		if (!err)
+			err = strbuf_addf(sb, ",\"thread\":%d,\"running\":%s,\"awaited_by\":[",
+					  task_tid(d, k), k->running ? "true" : "false");
+		for (uint32_t j = 0; j < k->nawaiters && !err; j++)
+			err = strbuf_addf(sb, "%s\"0x%llx\"", j ? "," : "",
+					  (unsigned long long)k->awaiters[j]);
+		if (!err)
+			err = strbuf_addf(sb, "],\"awaiters_cut\":%u,\"frames_cut\":%s,"
+					  "\"frames_unreadable\":%s,\"frames\":[",
+					  k->awaiters_cut, k->frames_cut ? "true" : "false",
+					  k->frames_unreadable ? "true" : "false");
+		if (!err)
+			err = json_frames(sb, st, stt, k->frames, k->nframes);
+		if (!err)
+			err = strbuf_add(sb, "]}", 2);
+	}
+	if (!err)
+		err = strbuf_add(sb, "]}", 2);
+	return err;
+}
+
 static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d)
 {
 	struct symtab_target stt = { .id = 1, .pid = d->t.pid, .code_type = d->t.code_type,
@@ -201,22 +450,11 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 		else if (!err && t->outcome != PW_OUT_SHIPPED)
 			err = strbuf_addf(sb, "    (no stack: %s)\n",
 					  engine_outcome_label(t->outcome, false));
-		for (uint32_t j = 0; t->outcome == PW_OUT_SHIPPED && j < t->nframes && !err; j++) {
-			struct frame_text ft;
-
-			if (!frame_text(st, &stt, &t->frames[j], &ft))
-				continue;
-			err = strbuf_add(sb, "    ", 4);
-			if (!err)
-				err = escape_folded(sb, ft.name);
-			if (!err)
-				err = strbuf_add(sb, " (", 2);
-			if (!err)
-				err = escape_folded(sb, ft.file);
-			if (!err)
-				err = strbuf_addf(sb, ":%d)\n", ft.line);
-		}
+		if (!err && t->outcome == PW_OUT_SHIPPED)
+			err = text_frames(sb, st, &stt, t->frames, t->nframes);
 	}
+	if (!err && d->async_read)
+		err = print_async_text(sb, st, &stt, d);
 	return err;
 }
 
@@ -256,7 +494,6 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 		err = strbuf_add(sb, "},\"threads\":[", 13);
 	for (size_t i = 0; i < d->nthreads && !err; i++) {
 		const struct dump_thread *t = &d->threads[i];
-		bool first = true;
 
 		state[0] = t->state ? t->state : '?';
 		err = strbuf_addf(sb, "%s{\"tid\":%d,\"thread_id\":%llu", i ? "," : "", t->tid,
@@ -286,25 +523,17 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 				       true);
 		if (!err)
 			err = strbuf_add(sb, ",\"frames\":[", 11);
-		for (uint32_t j = 0; t->outcome == PW_OUT_SHIPPED && j < t->nframes && !err; j++) {
-			struct frame_text ft;
-
-			if (!frame_text(st, &stt, &t->frames[j], &ft))
-				continue;
-			err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
-			first = false;
-			if (!err)
-				err = json_str(sb, "function", ft.name, false);
-			if (!err)
-				err = json_str(sb, "file", ft.file, true);
-			if (!err)
-				err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
-		}
+		if (!err && t->outcome == PW_OUT_SHIPPED)
+			err = json_frames(sb, st, &stt, t->frames, t->nframes);
 		if (!err)
 			err = strbuf_add(sb, "]}", 2);
 	}
 	if (!err)
-		err = strbuf_add(sb, "]}", 2);
+		err = strbuf_add(sb, "]", 1);
+	if (!err && d->async_read)
+		err = print_async_json(sb, st, &stt, d);
+	if (!err)
+		err = strbuf_add(sb, "}", 1);
 	return err;
 }
 
@@ -340,7 +569,7 @@ int cmd_dump(int argc, char **argv)
 
 		if (err) {
 			pw_err("%s\n", why[0] ? why : strerror(-err));
-			ret = EXIT_FAIL;
+			ret = d.async_refused ? EXIT_USAGE : ret == EXIT_USAGE ? ret : EXIT_FAIL;
 			dump_free(&d);
 			continue;
 		}

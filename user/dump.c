@@ -413,6 +413,17 @@ static void read_names(struct dump *d)
 	free(names);
 }
 
+/* Every asyncio task; the task reader has its own reads, so the walker's target is set
+ * again after it. */
+static int read_async(struct dump *d, uint32_t max_depth)
+{
+	int err = async_tasks_read(&d->t, max_depth, &d->aio);
+
+	reading_pid = d->t.pid;
+	d->async_read = !err;
+	return err;
+}
+
 int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why,
 		 size_t why_size)
 {
@@ -432,6 +443,16 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		err = -EAGAIN;
 		goto out;
 	}
+	if (o->async && !d->t.ver.aio.present) {
+		/* refused before the process is paused: there is nothing it could show */
+		d->async_refused = true;
+		snprintf(why, why_size,
+			 "dump --async: PID %d runs Python %u.%u, which has no asyncio task table "
+			 "(3.14+)",
+			 pid, d->t.ver.major, d->t.ver.minor);
+		err = -ENOTSUP;
+		goto out;
+	}
 	cfg = target_config(&d->t);
 	reading_pid = pid;
 	if (!o->nonblocking) {
@@ -445,6 +466,8 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		err = read_threads(d, &cfg, max_depth, tasks, why, why_size);
 		if (!err) /* while paused, the dicts cannot change under the read */
 			read_names(d);
+		if (!err && o->async)
+			err = read_async(d, max_depth);
 		resume_all(tasks);
 	} else {
 		err = list_tasks(pid, tasks);
@@ -473,6 +496,8 @@ int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why
 		d->nthreads = best.nthreads;
 		if (!err)
 			read_names(d);
+		if (!err && o->async)
+			err = read_async(d, max_depth);
 	}
 	if (err && !why[0])
 		snprintf(why, why_size, "cannot read the thread states of PID %d: %s", pid,
@@ -484,6 +509,7 @@ out:
 
 void dump_free(struct dump *d)
 {
+	async_tasks_free(&d->aio);
 	for (size_t i = 0; i < d->nthreads; i++)
 		free(d->threads[i].frames);
 	free(d->threads);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "abi.h"
+#include "asyncio_tasks.h"
 #include "pythreads.h"
 #include "target.h"
 
@@ -39,11 +40,15 @@ struct dump {
 	unsigned int attempts; /* reads of the thread states it took (not paused: retries) */
 	int names_err;	       /* reading the Python thread names: 0 or a negative errno */
 	struct pythreads_result names;
+	bool async_refused;	/* --async for a Python without the table: nothing read */
+	bool async_read;	/* --async: aio holds the tasks of the same instant */
+	struct async_tasks aio;
 };
 
 struct dump_opts {
 	bool nonblocking;   /* do not pause the process */
 	uint32_t max_depth; /* 0: PW_DEFAULT_MAX_DEPTH */
+	bool async;	    /* also read every asyncio task (3.14+) */
 };
 
 /* Read every thread's stack of `pid`. 0, or a negative errno with a sentence in `why`. */

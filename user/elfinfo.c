@@ -155,3 +155,50 @@ out:
 	elf_end(elf);
 	return err;
 }
+
+int elf_find_section(int fd, const char *name, struct elf_section *out)
+{
+	size_t shstrndx, nphdr;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int err = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    elf_getshdrstrndx(elf, &shstrndx) || elf_getphdrnum(elf, &nphdr)) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	out->is_dyn = eh.e_type == ET_DYN;
+	for (size_t i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			out->first_load_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
+			break;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sname && !strcmp(sname, name)) {
+			out->vaddr = sh.sh_addr;
+			out->size = sh.sh_size;
+			err = 0;
+			break;
+		}
+	}
+out:
+	elf_end(elf);
+	return err;
+}

@@ -24,4 +24,16 @@ struct elf_pyinfo {
  * -ENOEXEC when it is not an ELF file, or another negative errno. */
 int elf_read_pyinfo(int fd, struct elf_pyinfo *out);
 
+/* Where a named section is loaded, for a table the target's code keeps in it (3.14's
+ * .AsyncioDebug). */
+struct elf_section {
+	uint64_t vaddr, size;
+	uint64_t first_load_vaddr; /* as elf_pyinfo's: what the load bias is taken from */
+	bool is_dyn;
+};
+
+/* Find section `name` in the ELF file open on `fd`. 0, -ENOENT when it has none (or it is
+ * not allocated), -ENOEXEC when the file is not ELF. */
+int elf_find_section(int fd, const char *name, struct elf_section *out);
+
 #endif

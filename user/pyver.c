@@ -259,6 +259,11 @@ struct dbg_layout {
 	uint16_t str_state, str_length, str_ascii_size, str_compact_size;
 	uint16_t is_imports_modules; /* interpreter_state.imports_modules */
 	uint16_t ht_cached_keys;     /* not in the table: offsetof(PyHeapTypeObject, ...) */
+	/* 3.14+, for the asyncio task reader */
+	uint16_t ob_type, tp_flags, set_used, set_table, set_mask, long_lv_tag, long_digit;
+	uint16_t gen_iframe, gen_frame_state, llist_next, fr_stackpointer;
+	int8_t fs_yield_from, fs_yield_from_locked, fs_finished; /* not in the table */
+	uint8_t await_slot;
 };
 
 static const struct dbg_layout dbg_layouts[] = {
@@ -281,7 +286,11 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
 	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
 	  .str_length = 632, .str_ascii_size = 640, .is_imports_modules = 96,
-	  .ht_cached_keys = 880 },
+	  .ht_cached_keys = 880, .ob_type = 408, .tp_flags = 440, .set_used = 504,
+	  .set_table = 512, .set_mask = 520, .long_lv_tag = 576, .long_digit = 584,
+	  .gen_iframe = 680, .gen_frame_state = 688, .llist_next = 696, .fr_stackpointer = 296,
+	  .fs_yield_from = -1, .fs_yield_from_locked = -1, .fs_finished = 1,
+	  .await_slot = 1 },
 	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
 	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
 	  .ts_base_frame = 216, .ts_native_thread_id = 248, .ts_datastack_chunk = 256,
@@ -292,7 +301,11 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
 	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
 	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744,
-	  .is_imports_modules = 96, .ht_cached_keys = 888 },
+	  .is_imports_modules = 96, .ht_cached_keys = 888, .ob_type = 472, .tp_flags = 504,
+	  .set_used = 600, .set_table = 608, .set_mask = 616, .long_lv_tag = 672,
+	  .long_digit = 680, .gen_iframe = 808, .gen_frame_state = 816, .llist_next = 824,
+	  .fr_stackpointer = 360, .fs_yield_from = 2, .fs_yield_from_locked = 3,
+	  .fs_finished = 5, .await_slot = 2 },
 };
 
 static uint64_t dbg_u64(const uint8_t *dbg, uint16_t pos)
@@ -346,7 +359,7 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	const struct dbg_layout *L = NULL;
 	struct pw_offsets *o = &out->cfg.off;
 	struct py_objlayout *obj = &out->obj;
-	uint64_t version, v[32];
+	uint64_t version, v[48];
 	unsigned int minor;
 	size_t i, nv = 0;
 
@@ -412,6 +425,27 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	obj->lt_format = LINETABLE_LOCATION;
 	out->mod.interp_modules = (uint16_t)(v[nv++] = dbg_u64(dbg, L->is_imports_modules));
 	out->mod.ht_cached_keys = L->ht_cached_keys;
+	memset(&out->aio, 0, sizeof(out->aio));
+	if (L->gen_iframe) {
+		struct py_asynclayout *a = &out->aio;
+
+		a->ob_type = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ob_type));
+		a->tp_flags = (uint16_t)(v[nv++] = dbg_u64(dbg, L->tp_flags));
+		a->set_used = (uint16_t)(v[nv++] = dbg_u64(dbg, L->set_used));
+		a->set_table = (uint16_t)(v[nv++] = dbg_u64(dbg, L->set_table));
+		a->set_mask = (uint16_t)(v[nv++] = dbg_u64(dbg, L->set_mask));
+		a->long_lv_tag = (uint16_t)(v[nv++] = dbg_u64(dbg, L->long_lv_tag));
+		a->long_digit = (uint16_t)(v[nv++] = dbg_u64(dbg, L->long_digit));
+		a->gen_iframe = (uint16_t)(v[nv++] = dbg_u64(dbg, L->gen_iframe));
+		a->gen_frame_state = (uint16_t)(v[nv++] = dbg_u64(dbg, L->gen_frame_state));
+		a->llist_next = (uint16_t)(v[nv++] = dbg_u64(dbg, L->llist_next));
+		a->frame_stackpointer = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_stackpointer));
+		a->fs_yield_from = L->fs_yield_from;
+		a->fs_yield_from_locked = L->fs_yield_from_locked;
+		a->fs_finished = L->fs_finished;
+		a->await_slot = L->await_slot;
+		a->present = true;
+	}
 
 	/* Offsets come from target memory: refuse values the walker cannot use. */
 	for (i = 0; i < nv; i++) {

@@ -38,6 +38,24 @@ struct py_modlayout {
 	uint16_t ht_cached_keys;
 };
 
+/* What the asyncio task reader (asyncio_tasks.c) needs of the interpreter itself, from
+ * _Py_DebugOffsets (3.14+; present is false before). */
+struct py_asynclayout {
+	bool present;
+	uint16_t ob_type, tp_flags;
+	uint16_t set_used, set_table, set_mask;
+	uint16_t long_lv_tag, long_digit;
+	uint16_t gen_iframe, gen_frame_state;
+	uint16_t llist_next;
+	uint16_t frame_stackpointer;
+	/* enum _framestate, renumbered in 3.15: a generator suspended in await (3.15 also has
+	 * a "locked" variant), and the first value of a finished one */
+	int8_t fs_yield_from, fs_yield_from_locked, fs_finished;
+	/* where a generator suspended in await keeps what it awaits: this many stack slots
+	 * below its frame's stackpointer (3.15's SEND keeps a NULL above it) */
+	uint8_t await_slot;
+};
+
 struct py_version {
 	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	unsigned int major, minor, micro;
@@ -45,6 +63,7 @@ struct py_version {
 	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
 	struct py_objlayout obj;
 	struct py_modlayout mod;
+	struct py_asynclayout aio;
 };
 
 /* "3.11.2", or "3.10" when the build does not record its micro version (3.10 has no
