@@ -20,6 +20,8 @@ import interpreters  # noqa: E402  (tests/targets, put on sys.path by pywalk_e2e
 # Versions pywalk supports today. 3.10, 3.14 and 3.15 come next: add them here.
 SUPPORTED = {"3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}
 UNSUPPORTED_REASON = "support lands in issue #3"
+# Free-threaded builds join once the walker reads their layout (pywalk refuses them today).
+FREE_THREADED_REASON = "free-threaded build: pywalk refuses it until issue 21 lands"
 
 
 def pytest_configure(config):
@@ -62,6 +64,9 @@ def _interpreter_params():
                                      ver, interpreters.PYENV_ROOT, ver, ver), False))
     for n, p in enumerate(problems):
         params.append(Absent("unstable-broken-%d" % n, "?", p, False))
+    _, release_missing = interpreters.discover_release()
+    for full, why in sorted(release_missing.items()):
+        params.append(Absent("release-%s" % full, "3.14", why, False))
     return params
 
 
@@ -101,6 +106,8 @@ def interp(request, chroot_problems):
         pytest.skip(chroot_problems[it.id])
     if it.version not in SUPPORTED:
         pytest.skip("%s: %s" % (it.version, UNSUPPORTED_REASON))
+    if it.free_threaded:
+        pytest.skip("%s: %s" % (it.full_version, FREE_THREADED_REASON))
     return it
 
 
@@ -110,7 +117,7 @@ def all_interpreters(chroot_problems):
     by side; fails without the core one (the parametrized tests print why others are
     absent)."""
     found = [i for i in INTERPRETERS if not isinstance(i, Absent) and
-             i.id not in chroot_problems and i.version in SUPPORTED]
+             i.id not in chroot_problems and i.version in SUPPORTED and not i.free_threaded]
     if not any(i.core for i in found):
         pytest.fail("core interpreter %s is missing or does not run" % interpreters.CORE_EXE)
     return sorted(found, key=lambda i: not i.core)
