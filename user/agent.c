@@ -348,6 +348,7 @@ static void outcome_value(int outcome, char *buf, size_t size)
 		[PW_OUT_BAD_FRAME] = "bad_frame",     [PW_OUT_LOST] = "lost",
 		[PW_OUT_AGG_FULL] = "aggregation_full", [PW_OUT_NESTED] = "nested",
 		[PW_OUT_KSTACK_FAULT] = "kernel_stack_unreadable",
+		[PW_OUT_BAD_TLBC] = "bad_tlbc",
 	};
 
 	if (outcome >= 0 && outcome < PW_OUT__COUNT && ids[outcome]) {

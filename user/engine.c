@@ -110,6 +110,7 @@ static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_TORN] = "walk did not reach the base/entry frame, or left the data stack",
 	[PW_OUT_DEPTH] = "deeper than --max-depth; never truncated",
 	[PW_OUT_BAD_FRAME] = "impossible owner, NULL code",
+	[PW_OUT_BAD_TLBC] = "free-threaded: instruction pointer in no copy of its code's bytecode",
 	[PW_OUT_KSTACK_FAULT] = "--kernel: bpf_get_stack failed; never shipped without it",
 };
 

@@ -20,8 +20,6 @@ import interpreters  # noqa: E402  (tests/targets, put on sys.path by pywalk_e2e
 # Versions pywalk supports today. 3.10, 3.14 and 3.15 come next: add them here.
 SUPPORTED = {"3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}
 UNSUPPORTED_REASON = "support lands in issue #3"
-# Free-threaded builds join once the walker reads their layout (pywalk refuses them today).
-FREE_THREADED_REASON = "free-threaded build: pywalk refuses it until issue 21 lands"
 
 
 def pytest_configure(config):
@@ -106,8 +104,6 @@ def interp(request, chroot_problems):
         pytest.skip(chroot_problems[it.id])
     if it.version not in SUPPORTED:
         pytest.skip("%s: %s" % (it.version, UNSUPPORTED_REASON))
-    if it.free_threaded:
-        pytest.skip("%s: %s" % (it.full_version, FREE_THREADED_REASON))
     return it
 
 
@@ -117,7 +113,7 @@ def all_interpreters(chroot_problems):
     by side; fails without the core one (the parametrized tests print why others are
     absent)."""
     found = [i for i in INTERPRETERS if not isinstance(i, Absent) and
-             i.id not in chroot_problems and i.version in SUPPORTED and not i.free_threaded]
+             i.id not in chroot_problems and i.version in SUPPORTED]
     if not any(i.core for i in found):
         pytest.fail("core interpreter %s is missing or does not run" % interpreters.CORE_EXE)
     return sorted(found, key=lambda i: not i.core)
