@@ -456,10 +456,9 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	}
 	out->mod.interp_modules = (uint16_t)(v[nv++] = dbg_u64(dbg, L->is_imports_modules));
 	out->mod.ht_cached_keys = L->ht_cached_keys;
-	/* The thread-name reader walks dicts and types in the 16-byte-header layout: it is not
-	 * pointed at a free-threaded build's objects (threads stay unnamed there). */
+	/* PyHeapTypeObject: a free-threaded build's fields sit after a header 16 bytes longer */
 	if (out->free_threaded)
-		out->mod.interp_modules = 0;
+		out->mod.ht_cached_keys += 16;
 
 	/* Offsets come from target memory: refuse values the walker cannot use. */
 	for (i = 0; i < nv; i++) {
