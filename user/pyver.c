@@ -516,7 +516,8 @@ const char *py_version_str(const struct py_version *v, char *buf, size_t size)
 	if (!(v->hexversion & 0xffff))
 		snprintf(buf, size, "%u.%u", v->major, v->minor);
 	else
-		snprintf(buf, size, "%u.%u.%u", v->major, v->minor, v->micro);
+		snprintf(buf, size, "%u.%u.%u%s", v->major, v->minor, v->micro,
+			 v->free_threaded ? "t" : ""); /* CPython's own name: 3.14t */
 	return buf;
 }
 
