@@ -120,6 +120,17 @@ def all_interpreters(chroot_problems):
 
 
 @pytest.fixture(scope="session")
+def ft_interp():
+    """The free-threaded 3.14.7t build, for tests of what only a build without a GIL does;
+    skips with the reason it is missing."""
+    found, missing = interpreters.discover_release()
+    ft = [i for i in found if i.free_threaded]
+    if not ft:
+        pytest.skip(" ".join(why for full, why in missing.items() if full.endswith("t")))
+    return ft[0]
+
+
+@pytest.fixture(scope="session")
 def pywalk():
     """Path of the pywalk binary, after the preconditions: root and kernel BTF (skip
     without them), and a built binary (fail without it: that is a build problem)."""

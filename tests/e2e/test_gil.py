@@ -28,7 +28,6 @@ import time
 
 import pytest
 
-import interpreters
 import pywalk_e2e as e2e
 
 SECONDS = 4
@@ -76,15 +75,6 @@ def gil_interp(interp):
     if interp.free_threaded:
         pytest.skip(NO_GIL)
     return interp
-
-
-@pytest.fixture(scope="module")
-def ft_interp():
-    found, missing = interpreters.discover_release()
-    ft = [i for i in found if i.free_threaded]
-    if not ft:
-        pytest.skip(" ".join(why for full, why in missing.items() if full.endswith("t")))
-    return ft[0]
 
 
 def test_gil_stats_match_the_program_accounting(pywalk, gil_interp, start_target, tmp_path):
