@@ -34,7 +34,7 @@
 	X(DEPTH, "rejected: depth bound")                              \
 	X(READ_FAULT, "rejected: read fault")                          \
 	X(BAD_FRAME, "rejected: bad frame")                            \
-	X(BAD_TLBC, "rejected: instruction in no bytecode copy")       \
+	X(BAD_TLBC, "rejected: no bytecode copy")                      \
 	X(KSTACK_FAULT, "rejected: no kernel stack")                   \
 	X(LOST, "lost (ring buffer full)")                             \
 	X(NESTED, "lost (interrupted a walk)")                         \

@@ -66,7 +66,7 @@ def test_each_thread_only_its_own_function_exact_and_fair(pywalk, interp, start_
     ticks1 = thread_cpu_ns(t.pid)
     assert r.returncode == 0, e2e.describe_run(r, path)
     total, buckets = e2e.check_summary(r.stderr)
-    assert buckets.get("rejected: instruction in no bytecode copy", 0) == 0, r.stderr
+    assert buckets.get("rejected: no bytecode copy", 0) == 0, r.stderr
     rejected = sum(v for k, v in buckets.items() if k.startswith("rejected"))
     assert rejected <= REJECTED_MAX * total + 2, r.stderr
 
