@@ -118,11 +118,14 @@ soak: $(O)/pywalk
 		tests/e2e/test_agent_ops.py::test_agent_soak_rss_and_fds_flat \
 		$(PYTEST_ARGS); s=$$?; grep -v '^  RSS' $(O)/soak.txt 2>/dev/null; exit $$s
 
-# Debian unstable's 3.13-3.15 for the end-to-end tests, cached under /var/cache/pywalk.
+# Debian unstable's 3.13-3.15 and CPython 3.14.7 (default and free-threaded, built from
+# ../shared/cpython) for the end-to-end tests, cached under /var/cache/pywalk.
 # In CI a failed fetch fails the run; elsewhere those versions are skipped with the reason.
 interpreters:
 	$(Q)scripts/get-interpreters.sh >/dev/null || { [ -z "$(CI)" ] || exit 1; \
 		echo "warning: Debian unstable interpreters unavailable; their tests will skip" >&2; }
+	$(Q)CI=$(CI) scripts/get-cpython-release.sh >/dev/null || { [ -z "$(CI)" ] || exit 1; \
+		echo "warning: CPython 3.14.7 builds unavailable; their tests will skip" >&2; }
 
 # The one test command (README): installs what it needs, then unit + end-to-end tests.
 test:

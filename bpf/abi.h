@@ -34,6 +34,7 @@
 	X(DEPTH, "rejected: depth bound")                              \
 	X(READ_FAULT, "rejected: read fault")                          \
 	X(BAD_FRAME, "rejected: bad frame")                            \
+	X(BAD_TLBC, "rejected: no bytecode copy")                      \
 	X(KSTACK_FAULT, "rejected: no kernel stack")                   \
 	X(LOST, "lost (ring buffer full)")                             \
 	X(NESTED, "lost (interrupted a walk)")                         \
@@ -210,9 +211,12 @@ struct pw_offsets {
 	__u16 gil_locked;	    /* STRUCT: _gil_runtime_state.locked (an int) */
 	__u16 gil_holder;	    /* STRUCT: _gil_runtime_state.last_holder */
 	__u16 tstate_holds_gil;	    /* TSTATE_FLAG: PyThreadState.holds_gil (an int) */
-	__u16 gil_pad;
+	/* Free-threaded builds (thread-local bytecode), else 0 (no such field is at 0): */
+	__u16 frame_tlbc_index;	    /* _PyInterpreterFrame.tlbc_index (an int32) */
+	__u16 code_tlbc;	    /* PyCodeObject.co_tlbc (a _PyCodeArray *) */
+	__u16 code_ob_size;	    /* PyVarObject.ob_size of the code object: code units */
 };
-_Static_assert(sizeof(struct pw_offsets) == 52, "pw_offsets is ABI");
+_Static_assert(sizeof(struct pw_offsets) == 56, "pw_offsets is ABI");
 
 /* Where the code-object capture (code.h) finds things in code, str and bytes objects. */
 struct pw_objoff {
@@ -226,7 +230,9 @@ struct pw_objoff {
 	__u16 str_compact_data; /* data of a compact non-ASCII str */
 	__u16 bytes_size;	/* PyVarObject.ob_size of a bytes object */
 	__u16 bytes_data;	/* PyBytesObject.ob_sval */
-	__u16 pad[2];
+	__u16 str_kind_shift;	/* bit of PyASCIIObject.state where `kind` starts (2; 8 in
+				 * free-threaded builds, whose `interned` is a whole byte) */
+	__u16 pad;
 };
 _Static_assert(sizeof(struct pw_objoff) == 24, "pw_objoff is ABI");
 
@@ -253,7 +259,7 @@ struct pw_proc {
 			     * every record, so a reused PID is never mistaken for it */
 	__u8 chain_kind;    /* enum pw_chain_kind */
 	__u8 thread_match;  /* enum pw_thread_match */
-	__u8 code_tag_bits; /* low bits of f_executable that are tags (3.14+: 3) */
+	__u8 code_tag_bits; /* low bits of f_executable that are tags (3.14+: 2; 3.14t: 1) */
 	__u8 max_owner;	    /* largest valid owner value (2 in 3.11, 3 later) */
 	__u8 shim_owner;    /* owner value of entry/shim frames; 0xff when none */
 	__u8 code_tag_name; /* window word holding the name str whose text joins the tag;
@@ -261,7 +267,7 @@ struct pw_proc {
 	__u8 flags;	    /* PW_PROCF_* */
 	__u8 gil_kind;	    /* enum pw_gil_kind */
 };
-_Static_assert(sizeof(struct pw_proc) == 96, "pw_proc is ABI");
+_Static_assert(sizeof(struct pw_proc) == 104, "pw_proc is ABI");
 
 /* The sampler's target bitmap (`target_bits`, in the program's .bss): bit tgid % PW_TARGET_BITS
  * is set before a config of that tgid goes into `procs`, by whoever inserts it, and never

@@ -14,8 +14,10 @@
 #define PW_INLINE static inline __attribute__((always_inline))
 #endif
 
-/* Bytes of a str object read to learn its length and kind (length and state lie below). */
+/* Bytes of a str object read to learn its length and kind (length and state lie below):
+ * 48, or 64 for a free-threaded build's longer object header. */
 #define PW_STR_HEAD 48
+#define PW_STR_HEAD_FT 64
 
 /* Copy the str object at `addr` (header and characters, at most PW_CODE_STR_MAX bytes) to
  * `dst`. Returns the bytes copied, 0 when it is not a readable compact str. */
@@ -23,17 +25,22 @@ PW_INLINE __u32 pw_capture_str(const struct pw_objoff *o, __u64 addr, __u8 *dst)
 {
 	__u64 head[8] = {}; /* 64 bytes, all written: the indexes below stay inside */
 	__u64 len, state, kind, data, size;
+	__u32 shift = o->str_kind_shift & 15;
 
-	if (!addr || o->str_length > PW_STR_HEAD - 8 || o->str_state > PW_STR_HEAD - 4)
+	if (!addr || o->str_length > PW_STR_HEAD_FT - 8 || o->str_state > PW_STR_HEAD_FT - 4)
 		return 0;
-	if (PW_READ_USER(head, PW_STR_HEAD, addr))
+	if (o->str_length > PW_STR_HEAD - 8 || o->str_state > PW_STR_HEAD - 4) {
+		if (PW_READ_USER(head, PW_STR_HEAD_FT, addr))
+			return 0;
+	} else if (PW_READ_USER(head, PW_STR_HEAD, addr)) {
 		return 0;
+	}
 	len = head[(o->str_length / 8) & 7];
 	state = head[(o->str_state / 8) & 7] >> (8 * (o->str_state & 7));
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+	kind = (state >> shift) & 7;
+	if (!((state >> (shift + 3)) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return 0; /* not compact, or garbage: userspace decides */
-	data = ((state >> 6) & 1) ? o->str_ascii_data : o->str_compact_data;
+	data = ((state >> (shift + 4)) & 1) ? o->str_ascii_data : o->str_compact_data;
 	if (len > PW_CODE_STR_MAX)
 		len = PW_CODE_STR_MAX;
 	size = data + len * kind;

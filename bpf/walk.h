@@ -394,6 +394,43 @@ PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u
 	return PW_OUT__CONTINUE;
 }
 
+/* Free-threaded builds: the instruction pointer of frame image `buf` (code object `code`)
+ * as an offset in code units, proven to lie inside one copy of that code object's
+ * bytecode: the main copy (co_code_adaptive, also co_tlbc[0]) or the thread's own copy
+ * co_tlbc[tlbc_index]. A pointer inside neither is never turned into a line: the sample is
+ * rejected (PW_OUT_BAD_TLBC). Returns PW_OUT__CONTINUE with *instr set, or the outcome. */
+PW_INLINE __u8 pw_tlbc_instr(const struct pw_proc *cfg, const __u8 *buf, __u64 code, __u64 ip,
+			     __u32 *instr)
+{
+	__u64 start = code + cfg->off.code_adaptive, nunits = 0, arr = 0, arr_size = 0, copy = 0;
+	__s32 index = (__s32)pw_load_u32(buf, cfg->off.frame_tlbc_index, PW_FRAME_READ_MAX);
+
+	if (PW_READ_USER(&nunits, sizeof(nunits), code + cfg->off.code_ob_size))
+		return PW_OUT_READ_FAULT;
+	/* a code object holds at most INT_MAX bytes of bytecode */
+	if (nunits == 0 || nunits > (1ull << 30))
+		return PW_OUT_BAD_FRAME;
+	if (ip >= start && ip - start < 2 * nunits) {
+		*instr = (__u32)((ip - start) >> 1);
+		return PW_OUT__CONTINUE;
+	}
+	if (index <= 0)
+		return PW_OUT_BAD_TLBC;
+	if (PW_READ_USER(&arr, sizeof(arr), code + cfg->off.code_tlbc) || !arr)
+		return PW_OUT_BAD_TLBC;
+	if (PW_READ_USER(&arr_size, sizeof(arr_size), arr))
+		return PW_OUT_READ_FAULT;
+	if ((__u64)index >= arr_size)
+		return PW_OUT_BAD_TLBC;
+	/* _PyCodeArray: Py_ssize_t size, then the entries */
+	if (PW_READ_USER(&copy, sizeof(copy), arr + 8 + 8 * (__u64)index))
+		return PW_OUT_READ_FAULT;
+	if (!copy || ip < copy || ip - copy >= 2 * nunits)
+		return PW_OUT_BAD_TLBC;
+	*instr = (__u32)((ip - copy) >> 1);
+	return PW_OUT__CONTINUE;
+}
+
 /* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on.
  * A Python frame to ship is left in w->cur with w->emit set; the caller stores it as frame
  * w->nframes - 1 (so this function writes only through `w` and `m`, and the BPF side can
@@ -486,6 +523,14 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 		if (cfg->chain_kind == PW_CHAIN_FRAMEOBJ) {
 			/* 3.10 f_lasti: index in code units, -1 before the first instruction */
 			instr = pw_load_u32(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
+		} else if (cfg->off.frame_tlbc_index) {
+			__u64 ip = pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
+			__u8 verdict = pw_tlbc_instr(cfg, buf, code, ip, &instr);
+
+			if (verdict != PW_OUT__CONTINUE) {
+				w->outcome = verdict;
+				return 1;
+			}
 		} else {
 			__u64 ip = pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
 			__u64 start = code + cfg->off.code_adaptive;

@@ -127,7 +127,7 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 {
 	const struct profile_process *pr = profile__process(w, proc);
 	const struct profile_sampling *smp = profile__sampling(w);
-	const char *labels[4][2];
+	const char *labels[5][2];
 	struct out_pprof_opts o = { .proc = proc, .fleet = true, .labels = labels };
 	struct export_item *it;
 	char pid[16];
@@ -149,6 +149,8 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	export_item__label(it, "host", a->host);
 	export_item__label(it, "container_id", pr->container);
 	export_item__label(it, "python_version", pr->python);
+	if (pr->free_threaded)
+		export_item__label(it, "free_threaded", "true");
 	/* the same as sample labels, so a file from the export dir says what it is */
 	labels[0][0] = "service_name";
 	labels[0][1] = it->service;
@@ -158,9 +160,12 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	labels[2][1] = pr->python;
 	o.nlabels = 3;
 	if (pr->container[0]) {
-		labels[3][0] = "container_id";
-		labels[3][1] = pr->container;
-		o.nlabels = 4;
+		labels[o.nlabels][0] = "container_id";
+		labels[o.nlabels++][1] = pr->container;
+	}
+	if (pr->free_threaded) {
+		labels[o.nlabels][0] = "free_threaded";
+		labels[o.nlabels++][1] = "true";
 	}
 	err = encode_pprof(w, &o, &it->pprof, &it->pprof_len);
 	if (!err && a->need_otlp) {
@@ -381,6 +386,7 @@ static void outcome_value(int outcome, char *buf, size_t size)
 		[PW_OUT_BAD_FRAME] = "bad_frame",     [PW_OUT_LOST] = "lost",
 		[PW_OUT_AGG_FULL] = "aggregation_full", [PW_OUT_NESTED] = "nested",
 		[PW_OUT_KSTACK_FAULT] = "kernel_stack_unreadable",
+		[PW_OUT_BAD_TLBC] = "bad_tlbc",
 	};
 
 	if (outcome >= 0 && outcome < PW_OUT__COUNT && ids[outcome]) {

@@ -100,7 +100,8 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"                         spent off CPU (sleeping, waiting, I/O,\n"
 			"                         preempted) by the stack that waited; wall: both,\n"
 			"                         in nanoseconds, every thread; gil: on-CPU\n"
-			"                         samples of threads holding the GIL\n"
+			"                         samples of threads holding the GIL (refused\n"
+			"                         for a free-threaded 3.14t: it has none)\n"
 			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
 			"                         (default 0; e.g. 1ms, 500us)\n");
 	if ((groups & CLI_SAMPLING) && (groups & CLI_NATIVE))

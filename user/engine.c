@@ -72,6 +72,8 @@ struct engine {
 	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of
 	 * threads whose version could not tell */
 	uint64_t gil_not_held, gil_unknown;
+	/* --mode gil under --all: free-threaded processes, sampled in cpu mode instead */
+	uint64_t gil_free_threaded;
 	struct engine_opts opts;
 };
 
@@ -110,6 +112,7 @@ static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_TORN] = "walk did not reach the base/entry frame, or left the data stack",
 	[PW_OUT_DEPTH] = "deeper than --max-depth; never truncated",
 	[PW_OUT_BAD_FRAME] = "impossible owner, NULL code",
+	[PW_OUT_BAD_TLBC] = "free-threaded: instruction pointer in no copy of its code's bytecode",
 	[PW_OUT_KSTACK_FAULT] = "--kernel: bpf_get_stack failed; never shipped without it",
 };
 
@@ -273,6 +276,8 @@ static void op_began(void *ctx, const struct target *t)
 		err = profile__add_target(e->taps[i], t);
 	if (err)
 		e->record_err = err;
+	if (e->s.mode == CLI_MODE_GIL && t->ver.free_threaded)
+		e->gil_free_threaded++;
 	char ver[16];
 
 	pw_debug("PID %d (%s): Python %s, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
@@ -341,7 +346,8 @@ static int count_sample(void *ctx, const void *data, size_t size)
 		if (e->gil && gilstats__add(e->gil, &h))
 			return -ENOMEM;
 		/* --mode gil: only the sampler's stacks of threads holding it */
-		if (e->s.mode == CLI_MODE_GIL && h.probe == 0 && !(h.flags & PW_SF_GIL_HELD)) {
+		if (e->s.mode == CLI_MODE_GIL && h.probe == 0 && !(h.flags & PW_SF_GIL_HELD) &&
+		    !profile__free_threaded(e->prof, h.target)) {
 			if (h.flags & PW_SF_GIL_KNOWN)
 				e->gil_not_held++;
 			else
@@ -521,10 +527,12 @@ struct engine *engine__new(const struct engine_opts *opts)
 		    t.ver.cfg.gil_kind == PW_GIL_NONE) {
 			char ver[16];
 
-			pw_err("%s: Python %s (PID %d) does not let pywalk tell which thread "
-			       "holds the GIL\n",
+			pw_err("%s: Python %s (PID %d) %s\n",
 			       e->s.mode == CLI_MODE_GIL ? "--mode gil" : "--gil-stats",
-			       py_version_str(&t.ver, ver, sizeof(ver)), e->s.pids[i]);
+			       py_version_str(&t.ver, ver, sizeof(ver)), e->s.pids[i],
+			       t.ver.free_threaded ?
+				       "is a free-threaded build: it has no GIL to attribute" :
+				       "does not let pywalk tell which thread holds the GIL");
 			new_failure = EXIT_USAGE;
 			goto fail;
 		}
@@ -1132,6 +1140,11 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 				"does not tell\n",
 			(unsigned long long)(e->gil_not_held + e->gil_unknown),
 			(unsigned long long)e->gil_not_held, (unsigned long long)e->gil_unknown);
+	if (e->s.mode == CLI_MODE_GIL && e->gil_free_threaded)
+		fprintf(stderr, "pywalk: --mode gil: %llu free-threaded process%s sampled in cpu "
+				"mode: no GIL to attribute\n",
+			(unsigned long long)e->gil_free_threaded,
+			e->gil_free_threaded == 1 ? "" : "es");
 	engine__print_details(e, c);
 }
 

@@ -215,6 +215,7 @@ int profile__add_target(struct profile *p, const struct target *t)
 	snprintf(pr->shown.comm, sizeof(pr->shown.comm), "%s", t->comm[0] ? t->comm : "?");
 	snprintf(pr->shown.container, sizeof(pr->shown.container), "%s", t->container);
 	py_version_str(&t->ver, pr->shown.python, sizeof(pr->shown.python));
+	pr->shown.free_threaded = t->ver.free_threaded;
 	snprintf(pr->shown.service, sizeof(pr->shown.service), "%s", t->service);
 	pr->shown.service_asked = t->service_asked;
 	pr->code_type = t->code_type;
@@ -224,6 +225,13 @@ int profile__add_target(struct profile *p, const struct target *t)
 	pr->names_tokens = NAMES_READS_BURST;
 	id = intern_add(&p->procs, hash_mix64(t->id), pr);
 	return id < 0 ? (int)id : 0;
+}
+
+bool profile__free_threaded(const struct profile *p, uint32_t target)
+{
+	int64_t i = proc_index(p, target);
+
+	return i >= 0 && proc_at(p, (size_t)i)->shown.free_threaded;
 }
 
 void profile__target_gone(struct profile *p, uint32_t id)

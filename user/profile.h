@@ -65,7 +65,8 @@ struct profile_process {
 	bool gone;	 /* exited or exec'd: its symbols are freed */
 	char comm[32];
 	char container[65];
-	char python[16]; /* "3.12.1" */
+	char python[16]; /* "3.12.1", "3.14.7t" for a free-threaded build */
+	bool free_threaded;
 	char service[129]; /* service name for fleet back ends (sanitized) */
 	bool service_asked; /* named by its own environment, not guessed from its command */
 };
@@ -213,6 +214,8 @@ const struct profile_names *profile__names(const struct profile *p);
 const char *profile__block_reason(const struct profile *p, uint32_t frame_id);
 /* The same for the process of target id `target` ("?" if unknown). */
 const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid);
+/* Is target `target` a free-threaded build (no GIL)? false when unknown. */
+bool profile__free_threaded(const struct profile *p, uint32_t target);
 /* The symbolizer's figures (cache bytes, evictions, where entries came from). */
 const struct symtab_stats *profile__symtab_stats(const struct profile *p);
 

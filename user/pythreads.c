@@ -13,11 +13,14 @@
 #include "symtab.h"
 #include "target.h"
 
-/* PyObject / PyTypeObject, the same from 3.10 to 3.15 (x86-64) */
+/* PyObject / PyTypeObject, the same from 3.10 to 3.15 (x86-64) in the default build; a
+ * free-threaded build's object header is 16 bytes longer, and every field below that
+ * lies after it moves by that much (H(r)). */
 #define OB_TYPE 8
 #define TP_BASICSIZE 32
 #define TP_FLAGS 168
 #define TP_DICTOFFSET 288
+#define H(r) ((r)->src->ob_type - OB_TYPE)
 #define TPF_INLINE_VALUES (1ull << 2) /* 3.13+ */
 #define TPF_MANAGED_DICT (1ull << 4)  /* 3.11+ */
 #define TPF_LONG (1ull << 24)
@@ -75,9 +78,9 @@ static int rd64(struct reader *r, uint64_t addr, uint64_t *v)
 static int type_of(struct reader *r, uint64_t obj, unsigned int *slot)
 {
 	uint64_t type;
-	uint8_t img[TP_DICTOFFSET + 8];
-	unsigned int i;
-	int err = rd64(r, obj + OB_TYPE, &type);
+	uint8_t img[TP_DICTOFFSET + 16 + 8];
+	unsigned int i, h = H(r);
+	int err = rd64(r, obj + OB_TYPE + h, &type);
 
 	if (err)
 		return err;
@@ -86,14 +89,14 @@ static int type_of(struct reader *r, uint64_t obj, unsigned int *slot)
 			*slot = i;
 			return 0;
 		}
-	err = rd(r, type, img, sizeof(img));
+	err = rd(r, type, img, TP_DICTOFFSET + h + 8);
 	if (err)
 		return err;
 	i = r->ntypes < 8 ? r->ntypes++ : (unsigned int)(type >> 4) % 8;
 	r->types[i].addr = type;
-	memcpy(&r->types[i].basicsize, img + TP_BASICSIZE, 8);
-	memcpy(&r->types[i].flags, img + TP_FLAGS, 8);
-	memcpy(&r->types[i].dictoffset, img + TP_DICTOFFSET, 8);
+	memcpy(&r->types[i].basicsize, img + TP_BASICSIZE + h, 8);
+	memcpy(&r->types[i].flags, img + TP_FLAGS + h, 8);
+	memcpy(&r->types[i].dictoffset, img + TP_DICTOFFSET + h, 8);
 	r->types[i].cached_keys = 0;
 	if (r->src->mod.ht_cached_keys)
 		rd64(r, type + r->src->mod.ht_cached_keys, &r->types[i].cached_keys);
@@ -123,10 +126,11 @@ static int str_header(struct reader *r, uint64_t obj, unsigned int *kind, uint64
 		err = rd(r, obj + s->str_state, &state, sizeof(state));
 	if (err)
 		return err;
-	*kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || (*kind != 1 && *kind != 2 && *kind != 4))
+	*kind = (state >> s->str_kind_shift) & 7;
+	if (!((state >> (s->str_kind_shift + 3)) & 1) || (*kind != 1 && *kind != 2 && *kind != 4))
 		return -EPROTO; /* not compact, or not a str */
-	*data = obj + (((state >> 6) & 1) ? s->str_ascii_data : s->str_compact_data);
+	*data = obj + (((state >> (s->str_kind_shift + 4)) & 1) ? s->str_ascii_data :
+								  s->str_compact_data);
 	return 0;
 }
 
@@ -272,7 +276,7 @@ static int dict_get(struct reader *r, uint64_t dict, enum wanted want, uint64_t 
 
 	if (!has_flag(r, dict, TPF_DICT))
 		return -EPROTO;
-	err = rd(r, dict + MA_KEYS, kv, sizeof(kv));
+	err = rd(r, dict + MA_KEYS + H(r), kv, sizeof(kv));
 	if (err)
 		return err;
 	/* a split table's values: 3.13+ PyDictValues has 8 bytes of header before them */
@@ -325,7 +329,8 @@ static int attr_get(struct reader *r, uint64_t obj, enum wanted want, uint64_t *
 		if (ptr && keys)
 			return find_in(r, keys, ptr, want, value);
 	}
-	err = rd64(r, obj - 24, &ptr);
+	/* the managed dict pointer: a free-threaded build has no GC links before it */
+	err = rd64(r, obj - (H(r) ? 8 : 24), &ptr);
 	if (err)
 		return err;
 	if (minor == 12 && (ptr & 1))
@@ -342,7 +347,7 @@ static int long_get(struct reader *r, uint64_t obj, uint32_t *v)
 
 	if (!has_flag(r, obj, TPF_LONG))
 		return -EPROTO;
-	err = rd64(r, obj + 16, &size);
+	err = rd64(r, obj + 16 + H(r), &size);
 	if (err)
 		return err;
 	if (r->src->minor >= 12) { /* lv_tag: digits << 3 | sign (0 positive, 1 zero) */
@@ -360,7 +365,7 @@ static int long_get(struct reader *r, uint64_t obj, uint32_t *v)
 	}
 	if (size != 1) /* a tid fits one 30-bit digit */
 		return -EPROTO;
-	err = rd(r, obj + 24, &digit, sizeof(digit));
+	err = rd(r, obj + 24 + H(r), &digit, sizeof(digit));
 	*v = digit;
 	return err;
 }
@@ -404,7 +409,7 @@ static int find_active(struct reader *r, uint64_t *active)
 		err = rd64(r, interp + s->mod.interp_modules, &modules);
 		if (!err && modules)
 			err = dict_get(r, modules, W_THREADING, &module);
-		if (!err && modules && module && !rd64(r, module + MD_DICT, &dict) && dict &&
+		if (!err && modules && module && !rd64(r, module + MD_DICT + H(r), &dict) && dict &&
 		    !dict_get(r, dict, W_ACTIVE, active) && *active)
 			return 0;
 		if (err)
@@ -455,7 +460,8 @@ int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t 
 	r->src = src;
 	r->max_reads = src->max_reads && src->max_reads < PYTHREADS_MAX_READS ? src->max_reads
 									     : PYTHREADS_MAX_READS;
-	if (!src->mod.interp_modules || src->minor < 10 || src->minor > 15) {
+	if (!src->mod.interp_modules || src->minor < 10 || src->minor > 15 ||
+	    (src->ob_type != OB_TYPE && src->ob_type != OB_TYPE + 16)) {
 		free(r);
 		return -ENOTSUP;
 	}
@@ -467,7 +473,7 @@ int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t 
 	if (!err) {
 		uint64_t kv[2];
 
-		err = rd(r, src->active_dict + MA_KEYS, kv, sizeof(kv));
+		err = rd(r, src->active_dict + MA_KEYS + H(r), kv, sizeof(kv));
 		if (!err && kv[1]) /* _active is never a split table */
 			err = -EPROTO;
 		if (!err)
@@ -500,5 +506,7 @@ void pythreads_src_of(const struct target *t, struct pythreads_src *src)
 				       .str_length = t->ver.obj.str_length,
 				       .str_state = t->ver.obj.str_state,
 				       .str_ascii_data = t->ver.obj.str_ascii_data,
-				       .str_compact_data = t->ver.obj.str_compact_data };
+				       .str_compact_data = t->ver.obj.str_compact_data,
+				       .str_kind_shift = t->ver.obj.str_kind_shift,
+				       .ob_type = t->ver.obj.ob_type };
 }

@@ -34,6 +34,8 @@ struct pythreads_src {
 	uint16_t runtime_interp_head, interp_next;
 	struct py_modlayout mod;
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+	uint16_t str_kind_shift; /* as py_objlayout's: 2, or 8 in a free-threaded build */
+	uint16_t ob_type;	 /* 8, or 24 in a free-threaded build (a longer header) */
 	/* in and out: the _active dict found last time, tried first (0: look it up) */
 	uint64_t active_dict;
 	/* in: most memory reads the next call may make, for a caller's own budget (0:

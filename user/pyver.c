@@ -40,6 +40,8 @@ static bool offsets_aligned(const struct pw_proc *cfg)
 		return false;
 	if (cfg->gil_kind == PW_GIL_TSTATE_FLAG && (o->tstate_holds_gil & 3))
 		return false;
+	if (o->frame_tlbc_index && ((o->frame_tlbc_index & 3) || ((o->code_tlbc | o->code_ob_size) & 7)))
+		return false;
 	return !(o->tstate_thread_id & (tid_align - 1)) && !(o->frame_instr & (instr_align - 1));
 }
 
@@ -61,6 +63,8 @@ static void set_read_sizes(struct pw_proc *cfg)
 		f = max16(f, o->frame_owner + 1);
 	if (o->frame_is_entry != PW_OFF_NONE)
 		f = max16(f, o->frame_is_entry + 1);
+	if (o->frame_tlbc_index)
+		f = max16(f, o->frame_tlbc_index + 4);
 	o->frame_read_size = (f + 7) & ~7;
 
 	t = max16(t, o->tstate_thread_id + 8);
@@ -84,6 +88,8 @@ static void set_read_sizes(struct pw_proc *cfg)
  *        co_localsplusnames .. co_linetable (96..144). */
 static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objlayout *obj)
 {
+	/* free-threaded builds: the same fields, after a header 16 bytes longer */
+	uint16_t hdr = obj->ob_type > 8 ? obj->ob_type - 8 : 0;
 	struct pw_offsets *o = &cfg->off;
 
 	o->code_tag = PW_OFF_NONE;
@@ -98,8 +104,8 @@ static void set_code_tag(unsigned int minor, struct pw_proc *cfg, struct py_objl
 		o->code_tag = 112;
 		o->code_tag_mask = 0xf;
 		cfg->code_tag_name = (128 - 112) / 8; /* co_qualname */
-	} else if (minor >= 12 && obj->co_qualname == 128 && obj->co_linetable == 136) {
-		o->code_tag = 88;
+	} else if (minor >= 12 && obj->co_qualname == 128 + hdr && obj->co_linetable == 136 + hdr) {
+		o->code_tag = 88 + hdr;
 		o->code_tag_mask = 0x7f;
 	}
 	for (int i = 0; i < PW_CODE_TAG_WORDS; i++)
@@ -127,7 +133,8 @@ static void set_objoff(struct py_version *v)
 					 .str_ascii_data = l->str_ascii_data,
 					 .str_compact_data = l->str_compact_data,
 					 .bytes_size = l->bytes_size,
-					 .bytes_data = l->bytes_data };
+					 .bytes_data = l->bytes_data,
+					 .str_kind_shift = l->str_kind_shift };
 }
 
 static void set_unicode_312(struct py_objlayout *obj)
@@ -237,6 +244,8 @@ int pyver_table(unsigned int minor, struct py_version *out)
 	default:
 		return -ENOTSUP;
 	}
+	obj->ob_type = 8;
+	obj->str_kind_shift = 2;
 	set_code_tag(minor, cfg, obj);
 	set_read_sizes(cfg);
 	set_objoff(out);
@@ -258,9 +267,11 @@ struct dbg_layout {
 	uint16_t bytes_size, bytes_sval;
 	uint16_t str_state, str_length, str_ascii_size, str_compact_size;
 	uint16_t is_imports_modules; /* interpreter_state.imports_modules */
+	uint16_t ob_type, var_ob_size; /* pyobject.ob_type, tuple_object.ob_size */
+	uint16_t fr_tlbc_index, co_tlbc; /* 3.14+: non-zero in free-threaded builds only */
 	uint16_t ht_cached_keys;     /* not in the table: offsetof(PyHeapTypeObject, ...) */
 	/* 3.14+, for the asyncio task reader */
-	uint16_t ob_type, tp_flags, set_used, set_table, set_mask, long_lv_tag, long_digit;
+	uint16_t tp_flags, set_used, set_table, set_mask, long_lv_tag, long_digit;
 	uint16_t gen_iframe, gen_frame_state, llist_next, fr_stackpointer;
 	int8_t fs_yield_from, fs_yield_from_locked, fs_finished; /* not in the table */
 	uint8_t await_slot;
@@ -286,7 +297,8 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
 	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
 	  .str_length = 632, .str_ascii_size = 640, .is_imports_modules = 96,
-	  .ht_cached_keys = 880, .ob_type = 408, .tp_flags = 440, .set_used = 504,
+	  .ob_type = 408, .var_ob_size = 464, .fr_tlbc_index = 304, .co_tlbc = 392,
+	  .ht_cached_keys = 880, .tp_flags = 440, .set_used = 504,
 	  .set_table = 512, .set_mask = 520, .long_lv_tag = 576, .long_digit = 584,
 	  .gen_iframe = 680, .gen_frame_state = 688, .llist_next = 696, .fr_stackpointer = 296,
 	  .fs_yield_from = -1, .fs_yield_from_locked = -1, .fs_finished = 1,
@@ -301,7 +313,7 @@ static const struct dbg_layout dbg_layouts[] = {
 	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
 	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
 	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744,
-	  .is_imports_modules = 96, .ht_cached_keys = 888, .ob_type = 472, .tp_flags = 504,
+	  .is_imports_modules = 96, .ht_cached_keys = 888, .ob_type = 472, .var_ob_size = 560, .tp_flags = 504,
 	  .set_used = 600, .set_table = 608, .set_mask = 616, .long_lv_tag = 672,
 	  .long_digit = 680, .gen_iframe = 808, .gen_frame_state = 816, .llist_next = 824,
 	  .fr_stackpointer = 360, .fs_yield_from = 2, .fs_yield_from_locked = 3,
@@ -371,16 +383,18 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->major = (version >> 24) & 0xff;
 	out->minor = minor;
 	out->micro = (version >> 8) & 0xff;
-	if (dbg_u64(dbg, 16)) {
-		out->free_threaded = true;
-		snprintf(why, why_size,
-			 "Python %u.%u.%u is a free-threaded build, which pywalk does not support yet",
-			 out->major, minor, out->micro);
-		return -ENOTSUP;
-	}
 	for (i = 0; i < sizeof(dbg_layouts) / sizeof(dbg_layouts[0]); i++)
 		if (dbg_layouts[i].minor == minor)
 			L = &dbg_layouts[i];
+	out->free_threaded = dbg_u64(dbg, 16) != 0;
+	/* Only 3.14t was built and checked here (its layout read from its own table); 3.13t
+	 * and 3.15t differ in ways no table of theirs has shown. */
+	if (out->free_threaded && (out->major != 3 || !L || !L->fr_tlbc_index)) {
+		snprintf(why, why_size,
+			 "Python %u.%u.%u is a free-threaded build, which pywalk supports on 3.14 only",
+			 out->major, minor, out->micro);
+		return -ENOTSUP;
+	}
 	if (out->major != 3 || !L) {
 		snprintf(why, why_size,
 			 "Python %u.%u.%u is not supported (pywalk supports 3.10 to 3.15)",
@@ -419,17 +433,50 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	obj->str_state = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_state));
 	obj->str_length = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_length));
 	obj->str_ascii_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_ascii_size));
-	obj->str_compact_data = 56;
 	if (L->str_compact_size)
 		obj->str_compact_data = (uint16_t)(v[nv++] = dbg_u64(dbg, L->str_compact_size));
 	obj->lt_format = LINETABLE_LOCATION;
+	obj->ob_type = 8;
+	o->code_ob_size = 16;
+	if (L->ob_type) {
+		obj->ob_type = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ob_type));
+		o->code_ob_size = (uint16_t)(v[nv++] = dbg_u64(dbg, L->var_ob_size));
+	}
+	/* the object header is 16 bytes, or 32 in a free-threaded build (ob_tid, flags,
+	 * local and shared reference counts before ob_type): nothing else is known */
+	if (obj->ob_type != (out->free_threaded ? 24 : 8) || o->code_ob_size != obj->ob_type + 8) {
+		snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt (object header)",
+			 out->major, minor, out->micro);
+		return -EPROTO;
+	}
+	/* PyCompactUnicodeObject is the ASCII header plus utf8_length and utf8 */
+	if (!L->str_compact_size)
+		obj->str_compact_data = obj->str_ascii_data + 16;
+	/* a free-threaded build's `interned` is a whole byte, so `kind` starts at bit 8 */
+	obj->str_kind_shift = out->free_threaded ? 8 : 2;
+	if (out->free_threaded) {
+		o->frame_tlbc_index = (uint16_t)(v[nv++] = dbg_u64(dbg, L->fr_tlbc_index));
+		o->code_tlbc = (uint16_t)(v[nv++] = dbg_u64(dbg, L->co_tlbc));
+		if (!o->frame_tlbc_index || !o->code_tlbc) {
+			snprintf(why, why_size,
+				 "Python %u.%u.%u is free-threaded but its debug offsets have no "
+				 "thread-local bytecode fields",
+				 out->major, minor, out->micro);
+			return -EPROTO;
+		}
+	} else {
+		o->code_ob_size = 0; /* read only with thread-local bytecode */
+	}
 	out->mod.interp_modules = (uint16_t)(v[nv++] = dbg_u64(dbg, L->is_imports_modules));
 	out->mod.ht_cached_keys = L->ht_cached_keys;
+	/* PyHeapTypeObject: a free-threaded build's fields sit after a header 16 bytes longer */
+	if (out->free_threaded)
+		out->mod.ht_cached_keys += 16;
 	memset(&out->aio, 0, sizeof(out->aio));
 	if (L->gen_iframe) {
 		struct py_asynclayout *a = &out->aio;
 
-		a->ob_type = (uint16_t)(v[nv++] = dbg_u64(dbg, L->ob_type));
+		a->ob_type = obj->ob_type;
 		a->tp_flags = (uint16_t)(v[nv++] = dbg_u64(dbg, L->tp_flags));
 		a->set_used = (uint16_t)(v[nv++] = dbg_u64(dbg, L->set_used));
 		a->set_table = (uint16_t)(v[nv++] = dbg_u64(dbg, L->set_table));
@@ -463,11 +510,14 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	out->cfg.max_owner = 3;
 	out->cfg.shim_owner = 3; /* 3.13 FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER */
 	out->cfg.chain_kind = minor >= 15 ? PW_CHAIN_BASE : PW_CHAIN_SHIM;
-	/* 3.14+: f_executable is a _PyStackRef; low 2 bits are tags in the default build */
-	out->cfg.code_tag_bits = minor >= 14 ? 2 : 0;
-	set_gil_from_debug(L, dbg, &out->cfg);
-	/* ob_type (at 8) is checked first, whatever the fields used */
-	obj->co_read_size = max16(obj->co_read_size, 16);
+	/* 3.14+: f_executable is a _PyStackRef; Py_TAG_BITS is 3 in the default build, 1 in
+	 * the free-threaded one (where a set bit 1 would be part of the address) */
+	out->cfg.code_tag_bits = minor >= 14 ? (out->free_threaded ? 1 : 2) : 0;
+	/* no GIL to attribute in a free-threaded build */
+	if (!out->free_threaded)
+		set_gil_from_debug(L, dbg, &out->cfg);
+	/* ob_type is checked first, whatever the fields used */
+	obj->co_read_size = max16(obj->co_read_size, obj->ob_type + 8);
 	set_code_tag(minor, &out->cfg, obj);
 	set_read_sizes(&out->cfg);
 	set_objoff(out);
@@ -500,7 +550,8 @@ const char *py_version_str(const struct py_version *v, char *buf, size_t size)
 	if (!(v->hexversion & 0xffff))
 		snprintf(buf, size, "%u.%u", v->major, v->minor);
 	else
-		snprintf(buf, size, "%u.%u.%u", v->major, v->minor, v->micro);
+		snprintf(buf, size, "%u.%u.%u%s", v->major, v->minor, v->micro,
+			 v->free_threaded ? "t" : ""); /* CPython's own name: 3.14t */
 	return buf;
 }
 

@@ -25,6 +25,8 @@ struct py_objlayout {
 	uint16_t co_read_size; /* bytes of the code object header to read */
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
 	uint16_t bytes_size, bytes_data;
+	uint16_t str_kind_shift; /* bit of str state where `kind` starts: 2, or 8 free-threaded */
+	uint16_t ob_type;	 /* PyObject.ob_type: 8, or 24 free-threaded */
 	enum linetable_format lt_format;
 	/* the code tag window, as in struct pw_offsets (PW_OFF_NONE: no tag) */
 	uint16_t tag_off, tag_mask, tag_size;
@@ -59,7 +61,7 @@ struct py_asynclayout {
 struct py_version {
 	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	unsigned int major, minor, micro;
-	bool free_threaded; /* set (with -ENOTSUP) for a free-threaded build */
+	bool free_threaded; /* a free-threaded build (3.14t; refused with -ENOTSUP elsewhere) */
 	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
 	struct py_objlayout obj;
 	struct py_modlayout mod;

@@ -231,10 +231,11 @@ static char *str_from_image(const struct py_objlayout *lay, const uint8_t *img, 
 		return NULL;
 	memcpy(&length, img + lay->str_length, 8);
 	memcpy(&state, img + lay->str_state, 4);
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+	kind = (state >> lay->str_kind_shift) & 7;
+	if (!((state >> (lay->str_kind_shift + 3)) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL; /* not compact, or garbage */
-	data_off = ((state >> 6) & 1) ? lay->str_ascii_data : lay->str_compact_data;
+	data_off = ((state >> (lay->str_kind_shift + 4)) & 1) ? lay->str_ascii_data :
+							       lay->str_compact_data;
 	want = length > SYMTAB_MAX_STR ? SYMTAB_MAX_STR : length;
 	have = len > data_off ? (len - data_off) / kind : 0;
 	if (have >= want)
@@ -501,7 +502,7 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 			return err;
 		head = head_buf;
 	}
-	if (t->code_type && load_ptr(head, 8) != t->code_type)
+	if (t->code_type && load_ptr(head, lay->ob_type) != t->code_type)
 		return -EINVAL; /* freed and reused memory, or not a code object at all */
 	if (symtab_layout_has_tag(lay)) {
 		err = tag_of(t, head, parts->name, parts->name_len, &mine);

@@ -62,6 +62,9 @@ def _interpreter_params():
                                      ver, interpreters.PYENV_ROOT, ver, ver), False))
     for n, p in enumerate(problems):
         params.append(Absent("unstable-broken-%d" % n, "?", p, False))
+    _, release_missing = interpreters.discover_release()
+    for full, why in sorted(release_missing.items()):
+        params.append(Absent("release-%s" % full, "3.14", why, False))
     return params
 
 
@@ -114,6 +117,17 @@ def all_interpreters(chroot_problems):
     if not any(i.core for i in found):
         pytest.fail("core interpreter %s is missing or does not run" % interpreters.CORE_EXE)
     return sorted(found, key=lambda i: not i.core)
+
+
+@pytest.fixture(scope="session")
+def ft_interp():
+    """The free-threaded 3.14.7t build, for tests of what only a build without a GIL does;
+    skips with the reason it is missing."""
+    found, missing = interpreters.discover_release()
+    ft = [i for i in found if i.free_threaded]
+    if not ft:
+        pytest.skip(" ".join(why for full, why in missing.items() if full.endswith("t")))
+    return ft[0]
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,7 @@ SUMMARY_LABELS = (
     "rejected: depth bound",
     "rejected: read fault",
     "rejected: bad frame",
+    "rejected: no bytecode copy",
     "rejected: no kernel stack",
     "lost (ring buffer full)",
     "lost (interrupted a walk)",

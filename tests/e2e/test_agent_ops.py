@@ -532,6 +532,28 @@ def test_pull_is_a_tap_the_windows_still_add_up(pywalk, interp, start_target, ag
 
 # --- the export dir -----------------------------------------------------------------
 
+def test_export_dir_labels_a_free_threaded_process(pywalk, ft_interp, start_target, agents,
+                                                  tmp_path, go_env):
+    """3.14.7t's profiles say so: python_version 3.14.7t and free_threaded=true."""
+    t = start_target(ft_interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", str(t.pid), "-F", "199", "--interval", "1s", "--export-dir", d],
+                tmp_path, metrics=False)
+    deadline = time.monotonic() + 30
+    while len(exported(d)) < 2:
+        assert time.monotonic() < deadline, "no 2 windows exported in 30 s:\n" + ag.stderr()
+        time.sleep(0.2)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    n = 0
+    for name, path in sorted(exported(d).items()):
+        for _, _, labels in Raw(pprof_raw(go_env, path)).samples:
+            assert labels["python_version"] == "3.14.7t", (name, labels)
+            assert labels["free_threaded"] == "true", (name, labels)
+            n += 1
+    assert n > 0, "no samples in %s" % sorted(exported(d))
+
+
 @pytest.mark.core_only
 def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, agents,
                                                   tmp_path, go_env):

@@ -342,6 +342,8 @@ def test_delivery_to_both_back_ends(pywalk, interp, target, receivers, agents, d
     host = sanitized(socket.gethostname())
     want_labels = {"service_name": "known_shape", "pid": str(target.pid), "host": host,
                    "python_version": interp.full_version}
+    if interp.free_threaded:  # 3.14.7t: no GIL, so a query can tell those profiles apart
+        want_labels["free_threaded"] = "true"
     per_sink = {}
     for rcv in (pyro, parca):
         wins = windows_of(rcv, decoder)

@@ -14,6 +14,9 @@ third thread only hashes.
   few dumps a Python-running thread is seen holding it.
 * refusals: --gil-stats with --mode off-cpu is a usage error (exit 2).
 * a thread that names itself with terminal escapes is printed inert in the table.
+* free-threaded 3.14t has no GIL: --mode gil and --gil-stats on it are refused in one line
+  (exit 2); under --all it is sampled in cpu mode and counted once as such. The GIL tests
+  above are skipped on it with that reason.
 
 A wrong GIL offset for a version shows here: the held shares go to 0 (or 100) for all."""
 import json
@@ -64,7 +67,18 @@ def gil_table(stderr):
     return rows
 
 
-def test_gil_stats_match_the_program_accounting(pywalk, interp, start_target, tmp_path):
+NO_GIL = "a free-threaded build has no GIL (test_free_threaded_has_no_gil_to_attribute)"
+
+
+@pytest.fixture
+def gil_interp(interp):
+    if interp.free_threaded:
+        pytest.skip(NO_GIL)
+    return interp
+
+
+def test_gil_stats_match_the_program_accounting(pywalk, gil_interp, start_target, tmp_path):
+    interp = gil_interp
     t = start_target(interp, script="gil_target.py")
     time.sleep(0.3)
     tids, py0, hash0 = accounting(t)
@@ -89,7 +103,8 @@ def test_gil_stats_match_the_program_accounting(pywalk, interp, start_target, tm
         assert abs(row["held"] + row["not_held"] - 100) < 0.2, row
 
 
-def test_mode_gil_keeps_only_stacks_holding_it(pywalk, interp, start_target, tmp_path):
+def test_mode_gil_keeps_only_stacks_holding_it(pywalk, gil_interp, start_target, tmp_path):
+    interp = gil_interp
     m = e2e.markers("gil_target.py")
     t = start_target(interp, script="gil_target.py")
     path = str(tmp_path / "gil.folded")
@@ -118,7 +133,9 @@ def test_mode_gil_keeps_only_stacks_holding_it(pywalk, interp, start_target, tmp
     assert not_held >= 0.2 * buckets["shipped"], r.stderr
 
 
-def test_wall_gil_stats_see_the_sleeping_main_thread(pywalk, interp, start_target, tmp_path):
+def test_wall_gil_stats_see_the_sleeping_main_thread(pywalk, gil_interp, start_target,
+                                                     tmp_path):
+    interp = gil_interp
     t = start_target(interp, script="gil_target.py")
     path = str(tmp_path / "wall.folded")
     r = e2e.run_pywalk(["record", "-p", t.pid, "-d", 2, "--mode", "wall", "--gil-stats",
@@ -131,7 +148,8 @@ def test_wall_gil_stats_see_the_sleeping_main_thread(pywalk, interp, start_targe
         assert abs(row["held"] + row["not_held"] + row["off"] + row["unknown"] - 100) < 0.3, row
 
 
-def test_dump_says_who_holds_the_gil(pywalk, interp, start_target):
+def test_dump_says_who_holds_the_gil(pywalk, gil_interp, start_target):
+    interp = gil_interp
     t = start_target(interp, script="gil_target.py")
     tids, _, _ = accounting(t)
     python_threads = {tids["Spinner"], tids["Mixer"]}
@@ -149,6 +167,34 @@ def test_dump_says_who_holds_the_gil(pywalk, interp, start_target):
         assert text.returncode == 0, text.stderr
         assert text.stdout.count(", holds the GIL)") <= 1, text.stdout
     assert seen >= 3, "a Python-running thread held the GIL in %d of 6 dumps" % seen
+
+
+def test_free_threaded_has_no_gil_to_attribute(pywalk, ft_interp, start_target, tmp_path):
+    t = start_target(ft_interp, script="gil_target.py")
+    for flags in (["--mode", "gil"], ["--gil-stats"]):
+        r = e2e.run_pywalk(["record", "-p", t.pid, "-d", 1] + flags)
+        assert r.returncode == 2, e2e.describe_run(r)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "free-threaded build: it has no GIL to attribute" in \
+            lines[0] and str(t.pid) in lines[0], r.stderr
+    # --all: the process is sampled as in cpu mode (its stacks counted, hashing ones too,
+    # which would be dropped for not holding a GIL) and counted once
+    m = e2e.markers("gil_target.py")
+    path = str(tmp_path / "all.folded")
+    r = e2e.run_pywalk(["record", "--all", "-d", 2, "-F", 199, "--mode", "gil", "-o", path],
+                       timeout=120)
+    assert r.returncode == 0, e2e.describe_run(r, path)
+    g = re.search(r"^pywalk: --mode gil: (\d+) free-threaded process(es)? sampled in cpu "
+                  r"mode: no GIL to attribute$", r.stderr, re.M)
+    assert g and int(g.group(1)) >= 1, r.stderr
+    assert r.stderr.count("no GIL to attribute") == 1, r.stderr
+    leaves = {}
+    for frames, n in e2e.parse_folded(path):
+        leaf = e2e.parse_py_frame(frames[-1])
+        if leaf and leaf[1] == t.script_path and re.search(r"\(%d[,)]" % t.pid, frames[0]):
+            leaves[leaf[2]] = leaves.get(leaf[2], 0) + n
+    assert leaves.get(m["hasher_hash"], 0) + leaves.get(m["mixer_hash"], 0) > 0, (leaves, m)
+    assert leaves.get(m["spinner_py"], 0) > 0, (leaves, m)
 
 
 def test_gil_stats_refused_with_off_cpu(pywalk, start_target, all_interpreters):

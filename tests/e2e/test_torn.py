@@ -48,10 +48,10 @@ def ext_dir(interp, tmp_path_factory):
     return _build_ext(interp, tmp_path_factory)
 
 
-def _record(pywalk, start_target, interp, ext_dir, mode, tmp_path, *extra):
-    target = start_target(interp, ext_dir, mode, SECONDS + 2, *extra, script="torn_target.py")
+def _record(pywalk, start_target, interp, ext_dir, mode, tmp_path, *extra, seconds=SECONDS):
+    target = start_target(interp, ext_dir, mode, seconds + 2, *extra, script="torn_target.py")
     out = str(tmp_path / ("torn-%d.folded" % mode))
-    r = e2e.run_pywalk(["record", "-p", target.pid, "-d", SECONDS, "-F", HZ, "--threads",
+    r = e2e.run_pywalk(["record", "-p", target.pid, "-d", seconds, "-F", HZ, "--threads",
                         "-o", out])
     assert r.returncode == 0, e2e.describe_run(r, out)
     total, buckets = e2e.check_summary(r.stderr)
@@ -68,6 +68,35 @@ def _main_thread_stacks(rows, pid):
             continue
         stacks[tuple(e2e.parse_py_frame(f)[0] for f in frames[1:])] += n
     return stacks
+
+
+CHANGERS = 8
+
+
+def _invalid_changer_stacks(rows, target):
+    """{stack text: count} of the changer threads' stacks that are not changer -> descend^d
+    at the lines the program has."""
+    m = e2e.markers("torn_target.py")
+    bad = collections.Counter()
+    for frames, n in rows:
+        task = e2e.parse_task_frame(frames[0])
+        if not task or task[1] == target.pid:
+            continue
+        mine = [e2e.parse_py_frame(f) for f in frames[1:]]
+        mine = [f for f in mine if f is None or f[1] == target.script_path]
+        if not mine:
+            continue  # a thread starting or ending, in threading.py only
+        ok = None not in mine and mine[0][0] == "changer" and all(
+            f[0] == "descend" for f in mine[1:]) and len(mine) <= 18
+        ok = ok and (len(mine) == 1 or mine[0][2] == m["changer_call"])
+        ok = ok and all(f[2] == m["descend_call"] for f in mine[1:-1])
+        if ok:
+            bad_line = len(mine) > 1 and mine[-1][2] not in range(
+                m["descend_call"] - 2, m["descend_leaf"] + 1)
+            ok = not bad_line
+        if not ok:
+            bad[";".join("%s:%s" % (f[0], f[2]) if f else "?" for f in mine)] += n
+    return bad
 
 
 def _valid_main_stack(names):
@@ -92,7 +121,17 @@ def test_consistent_chain_is_shipped(pywalk, interp, ext_dir, start_target, tmp_
 @pytest.mark.parametrize("mode", sorted(EXPECTED_REASONS),
                          ids=["null-previous", "skip", "cycle", "bad-owner", "null-code"])
 def test_forged_chain_is_never_shipped(pywalk, interp, ext_dir, start_target, tmp_path, mode):
-    target, buckets, rows, r = _record(pywalk, start_target, interp, ext_dir, mode, tmp_path)
+    # 3.14t: 8 more threads change their stacks at once on the machine's CPUs
+    changers = ("--changers", CHANGERS) if interp.free_threaded else ()
+    # (twice as long: the main thread's forged windows share the CPUs with them)
+    target, buckets, rows, r = _record(pywalk, start_target, interp, ext_dir, mode, tmp_path,
+                                       *changers, seconds=SECONDS * (2 if changers else 1))
+    if changers:
+        bad = _invalid_changer_stacks(rows, target)
+        assert not bad, "changer threads shipped stacks they cannot have: %s\n%s" % (
+            dict(bad.most_common(5)), e2e.describe_run(r))
+        assert sum(n for frames, n in rows if e2e.parse_task_frame(frames[0])[1] !=
+                   target.pid) >= 50, "the changer threads were hardly sampled\n%s" % r.stderr
     stacks = _main_thread_stacks(rows, target.pid)
     # nothing impossible: every shipped main-thread stack is one the program can have
     invalid = dict((s, n) for s, n in stacks.items() if not _valid_main_stack(s))

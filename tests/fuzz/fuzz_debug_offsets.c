@@ -64,6 +64,15 @@ static void check_walker(const struct pw_proc *cfg)
 	PTR("code_adaptive", o->code_adaptive);
 	if (o->cframe_current_frame != PW_OFF_NONE)
 		PTR("cframe_current_frame", o->cframe_current_frame);
+	/* free-threaded (thread-local bytecode): all three fields, or none */
+	FUZZ_CHECK(!o->frame_tlbc_index == !o->code_tlbc && !o->code_tlbc == !o->code_ob_size,
+		   "thread-local bytecode fields %u/%u/%u", o->frame_tlbc_index, o->code_tlbc,
+		   o->code_ob_size);
+	if (o->frame_tlbc_index) {
+		FIELD("frame_tlbc_index", o->frame_tlbc_index, 4, fr);
+		PTR("code_tlbc", o->code_tlbc);
+		PTR("code_ob_size", o->code_ob_size);
+	}
 
 	FUZZ_CHECK(cfg->max_owner < 8, "max_owner %u", cfg->max_owner);
 	FUZZ_CHECK(cfg->shim_owner == 0xff || cfg->shim_owner <= cfg->max_owner, "shim owner %u",
@@ -89,7 +98,7 @@ static void check_walker(const struct pw_proc *cfg)
 	}
 }
 
-/* What symtab.c reads: co_read_size bytes of the code object (ob_type at 8 is checked
+/* What symtab.c reads: co_read_size bytes of the code object (ob_type is checked
  * first), pointers and co_firstlineno from that image, a PY_STR_HDR_MAX-byte str header. */
 static void check_symbolizer(const struct py_version *v)
 {
@@ -99,7 +108,11 @@ static void check_symbolizer(const struct py_version *v)
 
 	FUZZ_CHECK(cr <= PY_CODE_HDR_MAX, "co_read_size %u: the symbolizer rejects every code "
 		   "object", cr);
-	FUZZ_CHECK(cr >= 16, "co_read_size %u does not cover ob_type", cr);
+	FUZZ_CHECK(l->ob_type == 8 || l->ob_type == 24, "ob_type at %u", l->ob_type);
+	FUZZ_CHECK(cr >= l->ob_type + 8u, "co_read_size %u does not cover ob_type", cr);
+	FUZZ_CHECK(l->str_kind_shift == (v->free_threaded ? 8 : 2), "str kind at bit %u",
+		   l->str_kind_shift);
+	FUZZ_CHECK(v->cfg.obj.str_kind_shift == l->str_kind_shift, "capture's str kind bit");
 	FUZZ_CHECK(l->co_filename + 8u <= cr, "co_filename %u", l->co_filename);
 	FUZZ_CHECK(l->co_name + 8u <= cr, "co_name %u", l->co_name);
 	FUZZ_CHECK(l->co_qualname + 8u <= cr, "co_qualname %u", l->co_qualname);

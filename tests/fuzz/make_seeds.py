@@ -96,6 +96,10 @@ def debug_offsets_seeds():
     binaries = sorted(glob.glob(CHROOT + "/usr/bin/python3.1[3-9]"))
     binaries += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[3-9]*/lib/"
                                                     "libpython3.*.so.1.0")))
+    # the release builds of scripts/get-cpython-release.sh, free-threaded one included
+    cache = os.environ.get("PYWALK_CACHE") or "/var/cache/pywalk"
+    binaries += sorted(glob.glob(cache + "/cpython-3.1[3-9].*[0-9]/bin/python3.1[3-9]"))
+    binaries += sorted(glob.glob(cache + "/cpython-3.1[3-9].*t/bin/python3.1[3-9]t"))
     n = 0
     for b in binaries:
         img = pyruntime_image(b)
@@ -103,7 +107,9 @@ def debug_offsets_seeds():
             continue
         version = struct.unpack_from("<Q", img, 8)[0]
         tag = "%d.%d.%d" % (version >> 24, (version >> 16) & 0xff, (version >> 8) & 0xff)
-        src = "chroot" if b.startswith(CHROOT) else "pyenv"
+        src = "chroot" if b.startswith(CHROOT) else "release" if "/cpython-" in b else "pyenv"
+        if struct.unpack_from("<Q", img, 16)[0]:
+            tag += "t"  # a real free-threaded build's own table
         write("debug_offsets", "%s-%s" % (tag, src), img)
         n += 1
         if n == 1 or tag.startswith("3.15"):

@@ -5,6 +5,9 @@
 * optional: pyenv builds /root/.pyenv/versions/3.X.*/bin/python3.X (X = 10..15), and the
   Debian-unstable chroot at ${PYWALK_CACHE:-/var/cache/pywalk}/debian-unstable whose
   .pywalk-interpreters lists "MINOR PATH FULLVERSION" per line.
+* release: CPython 3.14.7 built from the release archive by scripts/get-cpython-release.sh,
+  default (${PYWALK_CACHE}/cpython-3.14.7) and free-threaded (.../cpython-3.14.7t); a prefix
+  counts once its stamp (.pywalk-sha256) exists, written only after it installed whole.
 Chroot interpreters run as `chroot ROOT PATH /tmp/pywalk-tests-HASH/SCRIPT`; prepare_chroot()
 copies the targets in. Discovery itself changes nothing.
 """
@@ -18,6 +21,10 @@ import subprocess
 CORE_EXE = "/usr/bin/python3.11"
 PYENV_ROOT = "/root/.pyenv/versions"
 MINORS = range(10, 16)
+RELEASE_VERSION = "3.14.7"
+# (full version as the tests name it, executable under the prefix)
+RELEASE_BUILDS = (("3.14.7", "python3.14"), ("3.14.7t", "python3.14t"))
+RELEASE_STAMP = ".pywalk-sha256"
 TARGETS_DIR = os.path.dirname(os.path.abspath(__file__))
 # Inside the chroot, one directory per checkout: test runs of two checkouts at once (two
 # branches) must not run each other's copies of a target.
@@ -26,11 +33,12 @@ CHROOT_TARGET_DIR = "/tmp/pywalk-tests-%s" % hashlib.sha1(TARGETS_DIR.encode()).
 
 class Interpreter:
     def __init__(self, kind, version, full_version, exe, root=None):
-        self.kind = kind                  # "debian", "pyenv" or "unstable"
+        self.kind = kind                  # "debian", "pyenv", "unstable" or "release"
         self.version = version            # "3.11"
-        self.full_version = full_version  # "3.11.2"
+        self.full_version = full_version  # "3.11.2", "3.14.7t" for a free-threaded build
         self.exe = exe                    # path to the interpreter (inside root if chroot)
         self.root = root                  # chroot directory or None
+        self.free_threaded = full_version.endswith("t")
         self.proc_ns = False              # chroot run needs a private /proc mount
 
     @property
@@ -76,9 +84,29 @@ def _full_version(exe):
         return None
 
 
+def cache_root():
+    return os.environ.get("PYWALK_CACHE") or "/var/cache/pywalk"
+
+
 def chroot_root():
-    cache = os.environ.get("PYWALK_CACHE") or "/var/cache/pywalk"
-    return os.path.join(cache, "debian-unstable")
+    return os.path.join(cache_root(), "debian-unstable")
+
+
+def discover_release():
+    """(release builds found, {full version: why it is missing}) for the 3.14.7 pair."""
+    found, missing = [], {}
+    for full, exe_name in RELEASE_BUILDS:
+        prefix = os.path.join(cache_root(), "cpython-%s" % full)
+        exe = os.path.join(prefix, "bin", exe_name)
+        if not os.path.isfile(os.path.join(prefix, RELEASE_STAMP)):
+            missing[full] = ("no CPython %s build: %s has no %s (make interpreters runs "
+                             "scripts/get-cpython-release.sh; it needs ../shared/cpython)"
+                             % (full, prefix, RELEASE_STAMP))
+        elif not os.access(exe, os.X_OK):
+            missing[full] = "CPython %s build at %s has no executable %s" % (full, prefix, exe)
+        else:
+            found.append(Interpreter("release", RELEASE_VERSION.rsplit(".", 1)[0], full, exe))
+    return found, missing
 
 
 def discover_core():
@@ -116,7 +144,8 @@ def discover_optional():
                     problems.append("%s: %s listed but missing in the chroot" % (listing, exe))
                     continue
                 found.append(Interpreter("unstable", minor, full, exe, root))
-    return found, problems
+    release, _ = discover_release()
+    return found + release, problems
 
 
 def discover_all():

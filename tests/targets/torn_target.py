@@ -3,7 +3,11 @@
 busy-spins in C while the thread's current frame is forged (mode argument). Between windows
 it sleeps, so nearly every on-CPU sample lands in a window.
 
-usage: torn_target.py EXT_DIR MODE SECONDS [--empty-thread]
+With --changers N, N more threads change their own stacks all the time (each recurses to
+a depth that changes every call, with short naps), next to the forged chain: on a free-threaded build they
+run at once, the sampler meeting frame chains mid-change in many threads.
+
+usage: torn_target.py EXT_DIR MODE SECONDS [--empty-thread] [--changers N]
 """
 import sys
 import threading
@@ -37,6 +41,27 @@ def busy():
         for i in range(10000): acc = (acc + i) & 0xffff  # @busy
         time.sleep(0.001)
 
+
+def descend(depth):
+    if depth > 0:
+        descend(depth - 1)  # @descend_call
+    else:
+        sum(range(3000))  # @descend_leaf
+
+
+def changer(k):
+    # a short nap between descents leaves the CPUs to the forged windows, which the test
+    # needs sampled: the stacks still change thousands of times a second
+    i = k
+    while True:
+        descend(i % 17)  # @changer_call
+        i += 1
+        time.sleep(0.0005)
+
+
+if "--changers" in sys.argv:
+    for k in range(int(sys.argv[sys.argv.index("--changers") + 1])):
+        threading.Thread(target=changer, args=(k,), daemon=True).start()
 
 if "--empty-thread" in sys.argv:
     tornext.native_empty(SECONDS + 5)

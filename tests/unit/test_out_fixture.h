@@ -130,7 +130,7 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 		.str_length = FX_STR_LENGTH, .str_state = FX_STR_STATE,
 		.str_ascii_data = FX_STR_ASCII_DATA, .str_compact_data = FX_STR_COMPACT_DATA,
 		.bytes_size = FX_BYTES_SIZE, .bytes_data = FX_BYTES_DATA,
-		.lt_format = LINETABLE_LOCATION,
+		.str_kind_shift = 2, .ob_type = 8, .lt_format = LINETABLE_LOCATION,
 		.tag_off = FX_TAG_OFF, .tag_mask = FX_TAG_MASK, .tag_size = FX_TAG_SIZE,
 		.tag_name_word = 0xff,
 	};

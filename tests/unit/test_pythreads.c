@@ -186,7 +186,7 @@ static void build(struct fake *f, size_t n, const uint64_t *names, uint64_t *act
 				       .runtime_addr = f->runtime, .runtime_interp_head = 40,
 				       .interp_next = 0, .mod = { 944, 880 }, .str_length = 16,
 				       .str_state = 32, .str_ascii_data = 40,
-				       .str_compact_data = 56 };
+				       .str_compact_data = 56, .str_kind_shift = 2, .ob_type = 8 };
 }
 
 static struct fake fk;

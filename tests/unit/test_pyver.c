@@ -47,7 +47,28 @@ static const struct field f314[] = {
 	{ 40, 808 },  { 64, 7272 }, { 72, 7344 }, { 192, 8 },	 { 208, 72 },  { 224, 160 },
 	{ 232, 232 }, { 256, 8 },   { 264, 0 },	  { 272, 56 },	 { 288, 74 },  { 320, 112 },
 	{ 328, 120 }, { 336, 128 }, { 344, 136 }, { 352, 68 },	 { 384, 208 }, { 600, 16 },
-	{ 608, 32 },  { 624, 32 },  { 632, 16 },  { 640, 40 },
+	{ 608, 32 },  { 624, 32 },  { 632, 16 },  { 640, 40 },  { 408, 8 },   { 464, 16 },
+};
+
+/* The free-threaded 3.14.7 build's own _Py_DebugOffsets (every non-zero word from 24 to
+ * 760, read from a live bin/python3.14t that scripts/get-cpython-release.sh built): the
+ * layout facts below all come from this table, none from the default build's. */
+static const struct field f314t[] = {
+	{ 24, 362368 }, { 32, 784 }, { 40, 808 }, { 48, 246720 }, { 56, 7280 }, { 64, 7272 },
+	{ 72, 7344 }, { 80, 7360 }, { 88, 7408 }, { 96, 7712 }, { 104, 7696 }, { 112, 7704 },
+	{ 120, 16 }, { 128, 7808 }, { 144, 7832 }, { 152, 7824 }, { 160, 8024 }, { 168, 17628 },
+	{ 176, 832 }, { 192, 8 }, { 200, 16 }, { 208, 72 }, { 216, 152 }, { 224, 160 },
+	{ 232, 232 }, { 240, 32 }, { 248, 88 }, { 256, 8 }, { 272, 56 }, { 280, 80 },
+	{ 288, 78 }, { 296, 64 }, { 304, 72 }, { 312, 240 }, { 320, 128 }, { 328, 136 },
+	{ 336, 144 }, { 344, 152 }, { 352, 84 }, { 360, 68 }, { 368, 112 }, { 376, 120 },
+	{ 384, 232 }, { 392, 224 }, { 400, 32 }, { 408, 24 }, { 416, 432 }, { 424, 40 },
+	{ 432, 104 }, { 440, 184 }, { 448, 56 }, { 456, 48 }, { 464, 32 }, { 472, 56 },
+	{ 480, 40 }, { 488, 32 }, { 496, 216 }, { 504, 40 }, { 512, 56 }, { 520, 48 },
+	{ 528, 64 }, { 536, 48 }, { 544, 56 }, { 552, 40 }, { 560, 32 }, { 568, 48 },
+	{ 576, 32 }, { 584, 40 }, { 592, 56 }, { 600, 32 }, { 608, 48 }, { 616, 80 },
+	{ 624, 48 }, { 632, 32 }, { 640, 56 }, { 648, 288 }, { 656, 192 }, { 664, 176 },
+	{ 672, 40 }, { 680, 88 }, { 688, 83 }, { 704, 8 }, { 712, 24 }, { 720, 304 },
+	{ 728, 8108 }, { 744, 4 }, { 752, 512 },
 };
 
 static const struct field f313[] = {
@@ -117,10 +138,63 @@ static void test_free_threaded_build_is_refused(void **state)
 	char why[256] = "";
 
 	(void)state;
+	/* 3.15t and 3.13t: no build of theirs was checked here */
 	build(0x030f02f0, 1, f315, sizeof(f315) / sizeof(f315[0]));
 	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
 			 -ENOTSUP);
 	assert_non_null(strstr(why, "free-threaded"));
+	assert_true(v.free_threaded);
+	build(0x030d00f0, 1, f313, sizeof(f313) / sizeof(f313[0]));
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+			 -ENOTSUP);
+	assert_non_null(strstr(why, "3.14 only"));
+}
+
+static void test_314t_layout_comes_from_its_own_table(void **state)
+{
+	struct py_version v;
+	char why[256] = "";
+
+	(void)state;
+	build(0x030e07f0, 1, f314t, sizeof(f314t) / sizeof(f314t[0]));
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+	assert_true(v.free_threaded);
+	assert_int_equal(v.cfg.chain_kind, PW_CHAIN_SHIM);
+	assert_int_equal(v.cfg.off.frame_owner, 78);	   /* tlbc_index sits before it */
+	assert_int_equal(v.cfg.off.frame_tlbc_index, 72);
+	assert_int_equal(v.cfg.off.code_tlbc, 224);
+	assert_int_equal(v.cfg.off.code_adaptive, 232);
+	assert_int_equal(v.cfg.off.code_ob_size, 32);	   /* after the 32-byte header */
+	assert_int_equal(v.obj.ob_type, 24);
+	assert_int_equal(v.cfg.code_tag_bits, 1);	   /* Py_TAG_BITS of the build */
+	assert_int_equal(v.cfg.gil_kind, PW_GIL_NONE);	   /* no GIL to attribute */
+	assert_int_equal(v.obj.co_filename, 128);
+	assert_int_equal(v.obj.co_qualname, 144);
+	assert_int_equal(v.obj.co_linetable, 152);
+	assert_int_equal(v.obj.co_firstlineno, 84);
+	assert_int_equal(v.obj.str_length, 32);
+	assert_int_equal(v.obj.str_state, 48);
+	assert_int_equal(v.obj.str_ascii_data, 56);
+	assert_int_equal(v.obj.str_compact_data, 72);
+	assert_int_equal(v.obj.str_kind_shift, 8);	   /* `interned` is a whole byte */
+	assert_int_equal(v.cfg.obj.str_kind_shift, 8);
+	assert_int_equal(v.obj.bytes_size, 32);
+	assert_int_equal(v.obj.bytes_data, 48);
+	assert_int_equal(v.cfg.off.code_tag, 104);	   /* 3.14's window, 16 bytes on */
+	assert_true(v.cfg.off.frame_read_size >= 79 && v.cfg.off.frame_read_size <= 88);
+	assert_int_equal(v.mod.interp_modules, 7712);
+	assert_int_equal(v.mod.ht_cached_keys, 896);	   /* after the longer header */
+
+	/* a free-threaded table without the thread-local bytecode fields is not 3.14t's */
+	put(304, 0);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+			 -EPROTO);
+	/* nor one whose object header is the default build's */
+	build(0x030e07f0, 1, f314t, sizeof(f314t) / sizeof(f314t[0]));
+	put(408, 8);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+			 -EPROTO);
+	assert_non_null(strstr(why, "object header"));
 }
 
 static void test_unknown_layout_is_refused(void **state)
@@ -222,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_315_debug_offsets_give_base_frame_rule),
 		cmocka_unit_test(test_314_and_313_use_the_entry_frame_rule),
 		cmocka_unit_test(test_free_threaded_build_is_refused),
+		cmocka_unit_test(test_314t_layout_comes_from_its_own_table),
 		cmocka_unit_test(test_unknown_layout_is_refused),
 		cmocka_unit_test(test_corrupt_offsets_are_refused),
 		cmocka_unit_test(test_offsets_the_readers_cannot_use_are_refused),

@@ -143,7 +143,7 @@ static void test_str_length_after_state_is_read(void **state)
 		.co_filename = 16, .co_name = 24, .co_qualname = 24, .co_linetable = 32,
 		.co_firstlineno = 40, .co_read_size = 48, .str_length = 48, .str_state = 16,
 		.str_ascii_data = 56, .str_compact_data = 56, .bytes_size = 16, .bytes_data = 32,
-		.lt_format = LINETABLE_LOCATION, .tag_off = PW_OFF_NONE, .tag_name_word = 0xff,
+		.str_kind_shift = 2, .ob_type = 8, .lt_format = LINETABLE_LOCATION, .tag_off = PW_OFF_NONE, .tag_name_word = 0xff,
 	};
 	uint64_t str[64], bytes[5] = { 0 }, code[6] = { 0 };
 	uint32_t str_state = 1u << 5 | 1u << 6 | 1u << 2; /* compact, ASCII, 1 byte a char */

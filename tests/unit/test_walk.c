@@ -173,6 +173,108 @@ static uint64_t build_315(struct pw_proc *cfg, uint64_t codes[3], uint64_t *fram
 	return tstate;
 }
 
+/* 3.14t, with the offsets its own _Py_DebugOffsets gives (test_pyver.c reads them from the
+ * captured table): leaf (code A, in thread copy 2) <- mid (code B, in the main copy) <-
+ * entry frame. A's co_tlbc holds 3 copies; the thread's index is 2. */
+struct ft_chain {
+	struct pw_proc cfg;
+	uint64_t tstate, code_a, code_b, copies[3], frames[3];
+};
+
+#define FT_NUNITS 50
+
+static uint64_t ft_code(const struct pw_proc *cfg, uint64_t copies[3])
+{
+	uint64_t code = mem_alloc(512), arr = mem_alloc(32);
+
+	put64(code + cfg->off.code_ob_size, FT_NUNITS);
+	put64(code + cfg->off.code_tlbc, arr);
+	put64(arr, 3);
+	copies[0] = code + cfg->off.code_adaptive;
+	for (int i = 1; i < 3; i++)
+		copies[i] = mem_alloc(2 * FT_NUNITS);
+	for (int i = 0; i < 3; i++)
+		put64(arr + 8 + 8 * i, copies[i]);
+	return code;
+}
+
+static void build_314t(struct ft_chain *c)
+{
+	struct pw_proc *cfg = &c->cfg;
+	uint64_t b_copies[3];
+
+	cfg_for(14, cfg);
+	cfg->code_tag_bits = 1; /* Py_TAG_BITS */
+	cfg->off.frame_owner = 78;
+	cfg->off.frame_tlbc_index = 72;
+	cfg->off.code_tlbc = 224;
+	cfg->off.code_ob_size = 32;
+	cfg->off.code_adaptive = 232;
+	cfg->off.frame_read_size = 80;
+	c->tstate = mem_alloc(1024);
+	c->code_a = ft_code(cfg, c->copies);
+	c->code_b = ft_code(cfg, b_copies);
+	c->frames[0] = make_frame(cfg, c->code_a | 1, 0, 0);
+	put64(c->frames[0] + cfg->off.frame_instr, c->copies[2] + 2 * 7);
+	c->frames[1] = make_frame(cfg, c->code_b | 1, 3, 0); /* main copy: code + adaptive */
+	c->frames[2] = make_frame(cfg, 0x1000 | 1, 0, 3);
+	for (int i = 0; i < 2; i++) {
+		put32(c->frames[i] + cfg->off.frame_tlbc_index, 2);
+		link_frames(cfg, c->frames[i], c->frames[i + 1]);
+	}
+	put64(c->tstate + 72, c->frames[0]);
+}
+
+static void test_314t_offset_is_taken_in_the_copy_the_pointer_is_in(void **state)
+{
+	struct ft_chain c;
+	uint32_t n;
+
+	(void)state;
+	build_314t(&c);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0].code, c.code_a); /* the one tag bit cleared */
+	assert_int_equal(out[0].instr, 7);	 /* in the thread's copy */
+	assert_int_equal(out[1].code, c.code_b);
+	assert_int_equal(out[1].instr, 3);	 /* in the main copy */
+	/* the last code unit of the thread's copy */
+	put64(c.frames[0] + c.cfg.off.frame_instr, c.copies[2] + 2 * (FT_NUNITS - 1));
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(out[0].instr, FT_NUNITS - 1);
+}
+
+static void test_314t_pointer_in_no_copy_is_rejected(void **state)
+{
+	struct ft_chain c;
+	uint32_t n;
+
+	(void)state;
+	/* in another thread's copy (index 1) while the frame runs copy 2 */
+	build_314t(&c);
+	put64(c.frames[0] + c.cfg.off.frame_instr, c.copies[1] + 2 * 7);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	/* one past the end of the thread's copy, and just before it */
+	put64(c.frames[0] + c.cfg.off.frame_instr, c.copies[2] + 2 * FT_NUNITS);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	put64(c.frames[0] + c.cfg.off.frame_instr, c.copies[2] - 2);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	/* an index past co_tlbc's size, or negative */
+	build_314t(&c);
+	put32(c.frames[0] + c.cfg.off.frame_tlbc_index, 3);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	put32(c.frames[0] + c.cfg.off.frame_tlbc_index, (uint32_t)-1);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	/* no co_tlbc array at all */
+	build_314t(&c);
+	put64(c.code_a + c.cfg.off.code_tlbc, 0);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+	/* a code object claiming no bytecode is no code object */
+	build_314t(&c);
+	put64(c.code_a + c.cfg.off.code_ob_size, 0);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_FRAME);
+}
+
 static void test_315_complete_chain_is_shipped_without_entry_frames(void **state)
 {
 	struct pw_proc cfg;
@@ -711,6 +813,8 @@ static void test_tfind_walks_threads_and_interpreters(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_314t_offset_is_taken_in_the_copy_the_pointer_is_in, reset),
+		cmocka_unit_test_setup(test_314t_pointer_in_no_copy_is_rejected, reset),
 		cmocka_unit_test_setup(test_315_complete_chain_is_shipped_without_entry_frames, reset),
 		cmocka_unit_test_setup(test_315_current_is_base_frame_is_empty, reset),
 		cmocka_unit_test_setup(test_315_chain_ending_in_null_before_base_is_torn, reset),
