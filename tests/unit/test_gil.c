@@ -152,10 +152,9 @@ static void build(uint64_t version, bool with_gil)
 
 		for (size_t i = 0; i < n; i++)
 			dbg_put(pos[i], val[i]);
-		if (minor == 14) { /* pyobject.ob_type, tuple_object.ob_size (3.14.7's table) */
-			dbg_put(408, 8);
-			dbg_put(464, 16);
-		}
+		/* pyobject.ob_type, tuple_object.ob_size (3.14.7's and 3.15.2's tables) */
+		dbg_put(minor == 14 ? 408 : 472, 8);
+		dbg_put(minor == 14 ? 464 : 560, 16);
 		if (with_gil) {
 			dbg_put(200, 16);			  /* thread_state.interp */
 			dbg_put(120, 16);			  /* ceval_gil */
