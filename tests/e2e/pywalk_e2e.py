@@ -128,6 +128,13 @@ def binomial_tolerance(n, p, sigmas=5.0):
     return sigmas * (p * (1.0 - p) / n) ** 0.5
 
 
+def binomial_difference_tolerance(n1, n2, p, sigmas=5.0):
+    """How far two shares of one true value p, measured from n1 and n2 samples, may differ
+    by chance alone: sigmas standard deviations of their difference."""
+    assert n1 > 0 and n2 > 0, "no samples to judge a share by"
+    return sigmas * (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)) ** 0.5
+
+
 # --- folded output -------------------------------------------------------------------
 
 def parse_folded(path):
