@@ -2,7 +2,8 @@
 """Fixtures for pywalk's end-to-end tests: interpreters, preconditions, the binary,
 and target workloads.
 
-Run as root:  /usr/bin/python3 -m pytest tests/e2e
+Run as root:  /usr/bin/python3 -m pytest tests/e2e   (--hog or PYWALK_TEST_HOG=1: with a
+busy loop pinned to one CPU, see tests/README.md)
 Interpreters: the core Debian 3.11 must exist (its tests fail otherwise); pyenv builds and
 the Debian-unstable chroot are optional (skipped with the reason when absent). Versions
 outside SUPPORTED are collected but skipped, so enabling one is a one-line edit.
@@ -20,6 +21,33 @@ import interpreters  # noqa: E402  (tests/targets, put on sys.path by pywalk_e2e
 # Versions pywalk supports today. 3.10, 3.14 and 3.15 come next: add them here.
 SUPPORTED = {"3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}
 UNSUPPORTED_REASON = "support lands in issue #3"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--hog", action="store_true", default=bool(os.environ.get("PYWALK_TEST_HOG")),
+                     help="run a CPU-bound loop pinned to one CPU for the whole session, to "
+                          "shake out tests that depend on timing (or PYWALK_TEST_HOG=1)")
+
+
+HOG = "while True: pass"
+_hog = []
+
+
+def pytest_sessionstart(session):
+    if not session.config.getoption("--hog"):
+        return
+    cpu = max(os.sched_getaffinity(0))
+    proc = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    _hog.append(proc)
+    sys.stderr.write("\nhog: PID %d busy on CPU %d for the session\n" % (proc.pid, cpu))
+
+
+def pytest_sessionfinish(session):
+    while _hog:
+        proc = _hog.pop()
+        proc.kill()
+        proc.wait()
 
 
 def pytest_configure(config):

@@ -69,6 +69,73 @@ def run_pywalk(args, timeout=60):
                           universal_newlines=True, timeout=timeout)
 
 
+# --- waiting for conditions and judging shares ----------------------------------------
+
+def wait_for(condition, timeout, describe):
+    """condition()'s first true value, polled until timeout seconds have passed; on timeout
+    an AssertionError with describe() (a callable, so it shows the state at the end)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("not within %.1f s: %s" % (timeout, describe()))
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def read_until(fd, pattern, timeout, describe, buf=b""):
+    """Bytes read from fd (a pipe) until the regex pattern (bytes) matches them; returns
+    (match, bytes read so far). EOF or the timeout fail with describe(bytes read)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = re.search(pattern, buf)
+        if m:
+            return m, buf
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError("not within %.1f s: %s" % (timeout, describe(buf)))
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError("end of output: %s" % describe(buf))
+            buf += chunk
+
+
+def task_cpu_seconds(pid, tid=None):
+    """utime + stime of a process (or one of its threads) so far."""
+    path = "/proc/%d/stat" % pid if tid is None else "/proc/%d/task/%d/stat" % (pid, tid)
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def task_state(pid, tid):
+    """(state letter, wait channel) of one thread now, from /proc."""
+    base = "/proc/%d/task/%d/" % (pid, tid)
+    with open(base + "stat") as f:
+        state = f.read().rsplit(")", 1)[1].split()[0]
+    with open(base + "wchan") as f:
+        return state, f.read().strip()
+
+
+def binomial_tolerance(n, p, sigmas=5.0):
+    """How far a share measured from n independent samples may be from its true value p
+    by chance alone: sigmas standard deviations of a binomial share, sqrt(p(1-p)/n).
+    At 5 sigma a test fails by chance about once in 3.5 million runs."""
+    assert n > 0, "no samples to judge a share by"
+    return sigmas * (p * (1.0 - p) / n) ** 0.5
+
+
+def binomial_difference_tolerance(n1, n2, p, sigmas=5.0):
+    """How far two shares of one true value p, measured from n1 and n2 samples, may differ
+    by chance alone: sigmas standard deviations of their difference."""
+    assert n1 > 0 and n2 > 0, "no samples to judge a share by"
+    return sigmas * (p * (1.0 - p) * (1.0 / n1 + 1.0 / n2)) ** 0.5
+
+
 # --- folded output -------------------------------------------------------------------
 
 def parse_folded(path):

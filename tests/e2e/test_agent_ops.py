@@ -564,7 +564,12 @@ def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, a
     ag = agents(pywalk, ["-p", "%d,%d" % (a.pid, b.pid), "-F", "199", "--interval", "2s",
                          "--export-dir", d, "--host", "agent-test-host"], tmp_path,
                 metrics=False)
-    time.sleep(7)
+
+    def windows_of_each():
+        names = [NAME_RE.match(n) for n in exported(d)]
+        return min(sum(int(m.group(3)) == p for m in names) for p in (a.pid, b.pid))
+    wait_for(lambda: windows_of_each() >= 3, 30, "three 2 s windows of each process")
+    time.sleep(1)  # half of the fourth (an offset from the third, not a wait)
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()
     shipped, not_counted = ag.summary()
@@ -589,7 +594,7 @@ def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, a
             assert labels["thread_id"] and labels["thread_name"], labels
     assert sorted(per_pid) == sorted([a.pid, b.pid]), per_pid
     for pid, names in per_pid.items():
-        assert 4 <= len(names) <= 5, "PID %d: %d files in 7 s of 2 s windows: %s" % (
+        assert 4 <= len(names) <= 5, "PID %d: %d files in 3.5 windows of 2 s: %s" % (
             pid, len(names), names)
     # names sort by the window's start, which is the profile's time
     times = [raw.time for _, raw in raws]
@@ -896,7 +901,9 @@ def test_command_line_wins_over_the_config_file(pywalk, interp, start_target, ag
         t.pid, d))
     ag = agents(pywalk, ["--config", conf, "--interval", "1s", "--host", "from-cmdline"],
                 tmp_path, metrics=False)
-    time.sleep(3.5)
+    # 3 windows take 3 s at 1 s, 30 s at 10 s: 9 s allows a slow start on a loaded machine
+    wait_for(lambda: len(exported(d)) >= 3, 9,
+             "--interval 1s to win over 10s: %s" % sorted(exported(d)))
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()
     files = exported(d)
@@ -919,7 +926,8 @@ def test_sighup_reloads_and_loses_no_window(pywalk, interp, start_target, agents
     conf = tmp_path / "agent.conf"
     conf.write_text("pid = %d\nexport-dir = %s\ninterval = 3s\n" % (t.pid, d1))
     ag = agents(pywalk, ["--config", conf], tmp_path)
-    time.sleep(4.5)  # one whole window and half of the next
+    wait_for(lambda: exported(d1), 30, "the first 3 s window in %s" % d1)
+    time.sleep(1.5)  # half of the next window (an offset from the first, not a wait)
     assert len(exported(d1)) == 1, sorted(exported(d1))
     conf.write_text("pid = %d\nexport-dir = %s\ninterval = 1s\n" % (t.pid, d2))
     ag.send(signal.SIGHUP)

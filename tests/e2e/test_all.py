@@ -127,6 +127,24 @@ class Recorder:
                 timeout)
             time.sleep(0.01)
 
+    def wait_ended(self, pids, timeout=STARTUP_TIMEOUT_S):
+        """Wait until pywalk -v logged, for each of pids (processes that have exited), a
+        target that began and the end of its last one: their exits reached pywalk."""
+        def open_targets():
+            last, ended = {}, set()
+            for line in self._read_err().splitlines():
+                m = BEGAN_RE.match(line)
+                if m and int(m.group(1)) in pids:
+                    last[int(m.group(1))] = int(m.group(2))
+                m = ENDED_RE.match(line)
+                if m and int(m.group(1)) in pids:
+                    ended.add((int(m.group(1)), int(m.group(2))))
+            return dict((pid, last.get(pid)) for pid in pids
+                        if (pid, last.get(pid)) not in ended)
+        e2e.wait_for(lambda: not open_targets(), timeout,
+                     lambda: "PIDs whose last target did not end (None: none began): %s" % (
+                         sorted(open_targets().items())[:10]))
+
     def finish(self, interrupt=False, timeout=120):
         if interrupt:
             self.proc.send_signal(signal.SIGINT)
@@ -543,7 +561,7 @@ def test_all_exec_chains_are_one_lifetime_at_a_time(pywalk, all_interpreters, tm
                 name, interp, kind, p = running.pop(0)
                 _short_result(interp, p, name)
                 runs[name] = (p.pid, interp, kind)
-        time.sleep(0.3)
+        rec.wait_ended(set(pid for pid, _, _ in runs.values()))
     finally:
         rec.finish(interrupt=True)
     rows = rec.check()
@@ -612,7 +630,7 @@ def test_all_attaches_shared_libpython_at_every_start(pywalk, all_interpreters, 
             while len(running) >= CHURN_PARALLEL or (i == len(plan) - 1 and running):
                 interp, name, p = running.pop(0)
                 runs.append((interp, name, p.pid, _short_result(interp, p, name)[0]))
-        time.sleep(0.3)
+        rec.wait_ended(set(pid for _, _, pid, _ in runs))
     finally:
         rec.finish(interrupt=True)
     rows = rec.check()
@@ -714,7 +732,7 @@ def test_all_profiles_a_30ms_process(pywalk, all_interpreters, tmp_path):
             p = _run_short(interp, name, SHORT_BUSY_S, cpu=True)
             busy, total = _short_result(interp, p, name)
             runs.append((interp, p.pid, name, busy, total))
-        time.sleep(0.3)
+        rec.wait_ended(set(pid for _, pid, _, _, _ in runs))
     finally:
         rec.finish(interrupt=True)
     rows = rec.check()

@@ -9,7 +9,6 @@ target) beside its OS name, with its exact stack and state."""
 import json
 import os
 import re
-import time
 
 import pytest
 
@@ -64,8 +63,15 @@ def check_threads(threads, t, m):
             assert (leaf[0], leaf[1], leaf[2]) in WAITS(script, m), frames
             assert frames[1][0].endswith("run"), frames  # Thread.run (3.10: run)
             seen.add(leaf[0])
-            # all wait; the feeder may be caught writing its byte
-            assert state.startswith("sleeping") or leaf[0] == "feeder", (leaf, state)
+            if leaf[0] == "stuck":
+                # deadlocked on the lock: asleep in the kernel's futex wait (but for a
+                # moment after each pause, which restarts the wait)
+                assert state.startswith("sleeping"), (leaf, state)
+            else:
+                # the others wake every 0.2-0.4 s, and a woken thread runs (or waits for a
+                # CPU: runnable, also 'R') at its wait's line before it waits again, which
+                # takes long on a loaded machine: asleep, or caught just woken
+                assert state.startswith(("sleeping", "running")), (leaf, state)
     assert seen == {"main", "nap", "waiter", "stuck", "reader", "feeder", "selector"}, seen
 
 
@@ -77,10 +83,29 @@ def status(pid, key):
     return None
 
 
+def main_in_its_loop(t, timeout=10.0):
+    """Wait until the target's main thread has been seen asleep in its loop's sleep: its
+    first wait that is not a futex (a lock or the GIL) after READY."""
+    e2e.wait_for(lambda: e2e.task_state(t.pid, t.pid)[0] == "S" and
+                 not e2e.task_state(t.pid, t.pid)[1].startswith("futex"), timeout,
+                 lambda: "main thread of %d not asleep in its loop: %s" % (
+                     t.pid, e2e.task_state(t.pid, t.pid)))
+
+
+def all_asleep(t, timeout=10.0):
+    """Wait until one look at /proc sees every thread but the main one asleep, so that a
+    dump usually finds them so (one woken meanwhile is still a possible state)."""
+    def states():
+        return dict((tid, e2e.task_state(t.pid, tid)) for tid in t.tids() if tid != t.pid)
+    e2e.wait_for(lambda: all(st == "S" for st, _ in states().values()), timeout,
+                 lambda: "threads of %d not all asleep: %s" % (t.pid, states()))
+
+
 def test_dump_every_thread_exactly(pywalk, interp, start_target):
     m = e2e.markers("offcpu_target.py")
     t = start_target(interp, script="offcpu_target.py")
-    time.sleep(0.3)
+    main_in_its_loop(t)
+    all_asleep(t)
     r = e2e.run_pywalk(["dump", "-p", t.pid])
     assert r.returncode == 0, r.stderr
     head = r.stdout.splitlines()[0]
@@ -91,7 +116,11 @@ def test_dump_every_thread_exactly(pywalk, interp, start_target):
     check_threads(parse_text(r.stdout), t, m)
     # it runs on, and nobody traces it any more
     assert status(t.pid, "TracerPid") == "0"
-    time.sleep(0.3)
+    # it goes on running: its threads' CPU time grows (the main thread is busy 30 %)
+    cpu0 = e2e.task_cpu_seconds(t.pid)
+    e2e.wait_for(lambda: e2e.task_cpu_seconds(t.pid) > cpu0, 10.0,
+                 lambda: "PID %d used no CPU after the dump, state %s" % (
+                     t.pid, status(t.pid, "State")))
     assert status(t.pid, "State")[0] in "RS", status(t.pid, "State")
     assert t.proc.poll() is None
 
@@ -99,8 +128,9 @@ def test_dump_every_thread_exactly(pywalk, interp, start_target):
 def test_dump_json_and_nonblocking(pywalk, interp, start_target):
     m = e2e.markers("offcpu_target.py")
     t = start_target(interp, script="offcpu_target.py")
-    time.sleep(0.3)
+    main_in_its_loop(t)
     for extra in ([], ["--nonblocking"]):
+        all_asleep(t)  # the stuck thread too, after the first dump restarted its wait
         r = e2e.run_pywalk(["dump", "-p", t.pid, "--json"] + extra)
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
@@ -251,7 +281,7 @@ def check_named(threads, t, interp, m):
 def test_dump_python_thread_names(pywalk, interp, start_target):
     m = e2e.markers("names_target.py")
     t = start_target(interp, script="names_target.py")
-    time.sleep(0.3)  # the main thread in its loop
+    main_in_its_loop(t)
     r = e2e.run_pywalk(["dump", "-p", t.pid])
     assert r.returncode == 0, r.stderr
     assert "Python thread names" not in r.stdout, r.stdout  # nothing missing

@@ -53,13 +53,13 @@ BURST_SLICE_MS = 5
 BURST_RE = re.compile(r"^burst_(\d+)$")
 
 
-def start_pywalk(args, out):
+def start_pywalk(args, out, env=None):
     """`pywalk record -v ARGS -o OUT` in the background; returns (Popen, stderr file) once
     it samples (its "sampling at" line)."""
     err = tempfile.TemporaryFile("w+")
     rec = subprocess.Popen([e2e.pywalk_path(), "record", "-v", "-o", out] +
                            [str(a) for a in args], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=err)
+                           stdout=subprocess.DEVNULL, stderr=err, env=env)
     deadline = time.monotonic() + 30
     while True:
         err.seek(0)

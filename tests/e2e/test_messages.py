@@ -353,14 +353,27 @@ def test_ctrl_c_reaches_the_command_and_its_end_is_passed_on(tmp_path):
             ("try:\n    print('READY', flush=True)\n    while True: pass\n"
              "except KeyboardInterrupt:\n    pass", 0, None)):
         out = tmp_path / "int.folded"
-        p = subprocess.Popen([e2e.pywalk_path(), "record", "-F", "199", "-o", str(out), "--",
-                              sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # -v: pywalk says when it samples the command ("PID N (...): Python ...")
+        p = subprocess.Popen([e2e.pywalk_path(), "record", "-v", "-F", "199", "-o", str(out),
+                              "--", sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
         try:
-            assert p.stdout.readline() == "READY\n"
+            e2e.read_until(p.stdout.fileno(), rb"READY\n", 30, lambda b: "no READY: %r" % b)
+            m, head = e2e.read_until(p.stderr.fileno(), rb"pywalk: debug: PID (\d+) \(", 30,
+                                     lambda b: "pywalk never sampled the command: %r" % b)
+            # ~20 samples expected at 199 Hz once it used 0.1 s of CPU as a target: none by
+            # chance is e^-20
+            pid = int(m.group(1))
+            cpu0 = e2e.task_cpu_seconds(pid)
+            e2e.wait_for(lambda: e2e.task_cpu_seconds(pid) >= cpu0 + 0.1, 60,
+                         lambda: "the command used %.2f s of CPU" % (
+                             e2e.task_cpu_seconds(pid) - cpu0))
             os.killpg(p.pid, signal.SIGINT)
-            _, err = p.communicate(timeout=30)
+            _, tail = p.communicate(timeout=30)
+            # what a user sees without -v
+            err = "".join(l for l in (head + tail).decode("utf-8", "replace")
+                          .splitlines(True) if not l.startswith("pywalk: debug: "))
         finally:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)

@@ -20,7 +20,7 @@ HZ = 499
 DURATION_S = 5
 MATCH_MIN = 0.95          # share of a thread's samples that must be an expected stack
 LAUNCH_MATCH_MIN = 0.90   # launch mode also samples interpreter start-up
-SPLIT_TOLERANCE = 0.05    # main thread phase split, absolute
+SPLIT_SIGMAS = 5          # main thread phase split: binomial error of its sample count
 SHIPPED_FLOOR = 0.8       # of the samples the target's CPU time should give
 THREAD_SHARE_MIN = 0.2    # each thread's share of samples (the two share one GIL)
 
@@ -155,9 +155,10 @@ def test_record_main_thread_phase_split(recording):
     assert main and main.matched, "no matched main-thread samples\n" + r.describe()
     got = main.split()
     for phase, want in r.shape.phases.items():
-        assert abs(got[phase] - want) <= SPLIT_TOLERANCE, \
-            "phase %s: %.1f%% of main-thread samples, designed %.0f%% (split %s)\n%s" % (
-                phase, 100 * got[phase], 100 * want,
+        tolerance = e2e.binomial_tolerance(main.matched, want, SPLIT_SIGMAS)
+        assert abs(got[phase] - want) <= tolerance, \
+            "phase %s: %.1f%% of main-thread samples, designed %.0f%% +- %.1f (split %s)\n%s" % (
+                phase, 100 * got[phase], 100 * want, 100 * tolerance,
                 dict((p, round(100 * v, 1)) for p, v in got.items()), main.report())
 
 
