@@ -212,6 +212,8 @@ int agent__close_window(struct agent *a)
 	}
 	free(counts);
 	profile__free(w);
+	/* what only that window named is freed now: a long life must not keep every name */
+	engine__collect_names(a->e);
 	return err;
 }
 
