@@ -461,6 +461,14 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 		err = metrics_one(sb, "pywalk_symbol_cache_evictions_total", "counter",
 				  "Code objects evicted from the cache.", (double)ss->evictions);
 	if (!err)
+		err = metrics_one(sb, "pywalk_names_bytes", "gauge",
+				  "Bytes held by function names, files and mappings.",
+				  (double)ss->func_bytes);
+	if (!err)
+		err = metrics_one(sb, "pywalk_names_collected_total", "counter",
+				  "Names freed at window end: no cached code object or live "
+				  "profile held them.", (double)ss->names_collected);
+	if (!err)
 		err = metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.",
 				  (double)a->windows);
 	if (!err)
