@@ -116,6 +116,7 @@ soak: $(O)/pywalk
 	$(Q)rm -f $(O)/soak.txt; SOAK_SECONDS=$(SOAK_SECONDS) SOAK_REPORT=$(abspath $(O)/soak.txt) \
 		PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e/test_soak.py \
 		tests/e2e/test_agent_ops.py::test_agent_soak_rss_and_fds_flat \
+		tests/e2e/test_agent_ops.py::test_agent_soak_names_churn_rss_flat \
 		$(PYTEST_ARGS); s=$$?; grep -v '^  RSS' $(O)/soak.txt 2>/dev/null; exit $$s
 
 # Debian unstable's 3.13-3.15 and CPython 3.14.7 (default and free-threaded, built from

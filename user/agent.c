@@ -222,6 +222,8 @@ int agent__close_window(struct agent *a)
 	}
 	free(counts);
 	profile__free(w);
+	/* what only that window named is freed now: a long life must not keep every name */
+	engine__collect_names(a->e);
 	return err;
 }
 
@@ -506,6 +508,14 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 	if (!err)
 		err = metrics_one(sb, "pywalk_symbol_cache_evictions_total", "counter",
 				  "Code objects evicted from the cache.", (double)ss->evictions);
+	if (!err)
+		err = metrics_one(sb, "pywalk_names_bytes", "gauge",
+				  "Bytes held by function names, files and mappings.",
+				  (double)ss->func_bytes);
+	if (!err)
+		err = metrics_one(sb, "pywalk_names_collected_total", "counter",
+				  "Names freed at window end: no cached code object or live "
+				  "profile held them.", (double)ss->names_collected);
 	if (!err)
 		err = metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.",
 				  (double)a->windows);

@@ -829,6 +829,14 @@ void engine__remove_tap(struct engine *e, struct profile *tap)
 	}
 }
 
+void engine__collect_names(struct engine *e)
+{
+	struct profile *ps[1 + ENGINE_MAX_TAPS] = { e->prof };
+
+	memcpy(ps + 1, e->taps, e->ntaps * sizeof(*ps));
+	profile__collect_names(ps, 1 + e->ntaps);
+}
+
 static int credit(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v)
 {
 	struct engine *e = ctx;

@@ -92,6 +92,9 @@ bool engine__take_reload(struct engine *e);
  * removed; processes that start and end meanwhile are told to it. 0 or -EBUSY. */
 int engine__add_tap(struct engine *e, struct profile *tap);
 void engine__remove_tap(struct engine *e, struct profile *tap);
+/* Free the names neither the profile nor a tap holds any more (profile__collect_names):
+ * after a window's profile is freed. */
+void engine__collect_names(struct engine *e);
 /* Is anything left to sample (a target, or a followed process that may become one)? */
 bool engine__sampling(const struct engine *e);
 

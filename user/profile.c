@@ -1059,6 +1059,27 @@ struct profile *profile__rotate(struct profile *p)
 	return w;
 }
 
+void profile__collect_names(struct profile *const *ps, size_t n)
+{
+	struct symtab *st = n ? ps[0]->symtab : NULL;
+	struct symtab_gc *gc;
+
+	if (!st || !symtab__names_due(st) || !(gc = symtab__gc_begin(st)))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct agg *agg = ps[i]->agg;
+
+		/* the kernel's mapping id is cached apart from the frames that use it */
+		symtab__gc_keep(gc, SYMTAB_NO_FUNC, ps[i]->kernel_map);
+		for (size_t f = 0; f < agg__nframes(agg); f++) {
+			const struct agg_frame *fr = agg__frame(agg, (uint32_t)f);
+
+			symtab__gc_keep(gc, fr->func, fr->map);
+		}
+	}
+	symtab__gc_end(st, gc);
+}
+
 struct profile *profile__new_tap(const struct profile *p)
 {
 	struct profile *t = new_borrower(p);

@@ -125,6 +125,10 @@ void profile__free(struct profile *p);
  * goes on with its live processes and nothing counted. The window borrows p's symbol
  * cache: free it before p. NULL on ENOMEM (p is unchanged). */
 struct profile *profile__rotate(struct profile *p);
+/* Free the names (symtab.h) that neither the symbol cache nor any of the `n` profiles
+ * sharing it (the one that owns it and its taps: every profile still alive) holds, when
+ * they are past their budget; a window's profile is freed before (agent: each window). */
+void profile__collect_names(struct profile *const *ps, size_t n);
 /* A profile that counts alongside p from now on (the caller feeds it the same sample
  * records), borrowing p's symbol cache and knowing p's live processes; code records go to
  * p only. Free it before p. NULL on ENOMEM. */

@@ -62,3 +62,18 @@ const char *strtab__get(const struct strtab *t, size_t i)
 {
 	return *(char **)intern_at(&t->strs, i);
 }
+
+int strtab__remove(struct strtab *t, size_t i)
+{
+	char **s = intern_at(&t->strs, i);
+	int err;
+
+	if (!*s)
+		return 0;
+	err = intern_remove(&t->strs, hash_bytes(*s, strlen(*s), 0), (uint32_t)i);
+	if (err)
+		return err;
+	free(*s);
+	*s = NULL;
+	return 0;
+}

@@ -17,7 +17,9 @@ void strtab__free(struct strtab *t);
  * a negative errno (-ENOMEM, -E2BIG past UINT32_MAX - 1 strings). */
 int64_t strtab__intern(struct strtab *t, const char *s);
 size_t strtab__count(const struct strtab *t);
-/* The string with index `i` (< strtab__count); owned by the table. */
+/* The string with index `i` (< strtab__count); owned by the table. NULL once removed. */
 const char *strtab__get(const struct strtab *t, size_t i);
+/* Free string `i`: its index goes to the next new string. 0 or -ENOMEM (it stays). */
+int strtab__remove(struct strtab *t, size_t i);
 
 #endif

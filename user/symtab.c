@@ -3,7 +3,8 @@
  * budget (least recently used entries go first; a target that ends frees its entries).
  * Entries come from the sampler's code records, else from reading the target's memory.
  * Strings are decoded from CPython's compact str layout (1, 2 or 4 bytes per character) to
- * UTF-8; function names and files are interned for the whole profile. */
+ * UTF-8; function names, files and mappings are interned while something holds them
+ * (symtab__gc_end frees the rest). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 #define NONE UINT32_MAX
 
 struct func {
-	char *name;    /* owned */
+	char *name;    /* owned; NULL: collected, its id free */
 	uint32_t file; /* in `files`: a module's functions share their path */
 	int firstline;
 	enum frame_kind kind;
@@ -43,9 +44,11 @@ struct code {
 
 struct symtab {
 	struct intern funcs;  /* struct func, by (name, file, kind) */
-	struct intern maps;   /* struct symtab_mapping (path owned), by every field */
+	struct intern maps;   /* struct symtab_mapping (path owned; NULL: collected), by every field */
 	struct strtab *files; /* file paths */
 	size_t func_bytes;
+	size_t nmaps_live;    /* mappings held (not collected), id 0 too */
+	size_t names_kept;    /* held_bytes() the last collection left */
 
 	struct code *codes;
 	size_t ncodes, codes_cap;
@@ -708,7 +711,9 @@ int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr)
 
 static const struct func *func_at(const struct symtab *st, uint32_t func)
 {
-	return func < intern_count(&st->funcs) ? intern_at(&st->funcs, func) : NULL;
+	const struct func *f = func < intern_count(&st->funcs) ? intern_at(&st->funcs, func) : NULL;
+
+	return f && f->name ? f : NULL;
 }
 
 const char *symtab__func_name(const struct symtab *st, uint32_t func)
@@ -783,14 +788,19 @@ int64_t symtab__mapping(struct symtab *st, const struct symtab_mapping *m)
 	id = intern_add(&st->maps, hash, &copy);
 	if (id < 0)
 		free((char *)copy.path);
-	else
+	else {
 		st->func_bytes += strlen(copy.path) + 1;
+		st->nmaps_live++;
+	}
 	return id;
 }
 
 const struct symtab_mapping *symtab__mapping_at(const struct symtab *st, uint32_t id)
 {
-	return id && id < intern_count(&st->maps) ? intern_at(&st->maps, id) : NULL;
+	const struct symtab_mapping *m =
+		id && id < intern_count(&st->maps) ? intern_at(&st->maps, id) : NULL;
+
+	return m && m->path ? m : NULL;
 }
 
 size_t symtab__nmappings(const struct symtab *st)
@@ -810,15 +820,153 @@ void symtab__forget_target(struct symtab *st, uint32_t target)
 			release(st, (uint32_t)i);
 }
 
+static size_t names_bytes(const struct symtab *st)
+{
+	size_t n = st->func_bytes + intern_bytes(&st->funcs) + intern_bytes(&st->maps);
+
+	for (size_t i = 0; i < strtab__count(st->files); i++) {
+		const char *f = strtab__get(st->files, i);
+
+		n += (f ? strlen(f) + 1 : 0) + sizeof(char *);
+	}
+	return n;
+}
+
 const struct symtab_stats *symtab__stats(const struct symtab *st)
 {
 	struct symtab_stats *s = (struct symtab_stats *)&st->stats;
 
 	s->bytes = st->code_bytes + htab_bytes(&st->code_index);
 	s->budget = st->budget;
-	s->func_bytes = st->func_bytes + intern_bytes(&st->funcs) + intern_bytes(&st->maps);
-	for (size_t i = 0; i < strtab__count(st->files); i++)
-		s->func_bytes += strlen(strtab__get(st->files, i)) + 1 + sizeof(char *);
+	s->func_bytes = names_bytes(st);
 	s->entries = st->nlive;
 	return s;
+}
+
+/* ---- collection of the names ---------------------------------------------------------- */
+
+struct symtab_gc {
+	size_t nfuncs, nmaps;
+	uint8_t *func_kept, *map_kept; /* by id */
+};
+
+/* What the names held need, without the room their tables keep (the highest count's, not
+ * a measure of what is held now). */
+static size_t held_bytes(const struct symtab *st)
+{
+	size_t n = st->func_bytes + st->nmaps_live * sizeof(struct symtab_mapping);
+
+	for (size_t i = 0; i < strtab__count(st->files); i++) {
+		const char *f = strtab__get(st->files, i);
+
+		n += f ? strlen(f) + 1 : 0;
+	}
+	return n;
+}
+
+bool symtab__names_due(const struct symtab *st)
+{
+	size_t n = held_bytes(st);
+
+	return n > st->budget / SYMTAB_NAMES_SHARE && n > 2 * st->names_kept;
+}
+
+struct symtab_gc *symtab__gc_begin(const struct symtab *st)
+{
+	struct symtab_gc *gc = calloc(1, sizeof(*gc));
+
+	if (!gc)
+		return NULL;
+	gc->nfuncs = intern_count(&st->funcs);
+	gc->nmaps = intern_count(&st->maps);
+	gc->func_kept = calloc(gc->nfuncs ? gc->nfuncs : 1, 1);
+	gc->map_kept = calloc(gc->nmaps ? gc->nmaps : 1, 1);
+	if (!gc->func_kept || !gc->map_kept) {
+		free(gc->func_kept);
+		free(gc->map_kept);
+		free(gc);
+		return NULL;
+	}
+	return gc;
+}
+
+void symtab__gc_keep(struct symtab_gc *gc, uint32_t func, uint32_t map)
+{
+	if (func < gc->nfuncs)
+		gc->func_kept[func] = 1;
+	if (map < gc->nmaps)
+		gc->map_kept[map] = 1;
+}
+
+/* Free the functions not kept, then the files no function kept names. */
+static int sweep_funcs(struct symtab *st, const uint8_t *kept)
+{
+	size_t nfiles = strtab__count(st->files);
+	uint8_t *file_kept = calloc(nfiles ? nfiles : 1, 1);
+	int err = 0;
+
+	if (!file_kept)
+		return -ENOMEM;
+	for (size_t i = 0; i < intern_count(&st->funcs); i++) {
+		struct func *f = intern_at(&st->funcs, i);
+		struct func_key k = { f->name, f->file, f->kind };
+
+		if (!f->name)
+			continue;
+		if (!err && !kept[i]) {
+			err = intern_remove(&st->funcs, func_hash(&k), (uint32_t)i);
+			if (!err) {
+				st->func_bytes -= strlen(f->name) + 1 + sizeof(struct func);
+				free(f->name);
+				f->name = NULL;
+				st->stats.names_collected++;
+				continue;
+			}
+		}
+		file_kept[f->file] = 1;
+	}
+	for (size_t i = 0; i < nfiles && !err; i++)
+		if (!file_kept[i] && strtab__get(st->files, i)) {
+			err = strtab__remove(st->files, i);
+			st->stats.names_collected += !err;
+		}
+	free(file_kept);
+	return err;
+}
+
+static int sweep_maps(struct symtab *st, const uint8_t *kept)
+{
+	for (size_t i = 1; i < intern_count(&st->maps); i++) {
+		struct symtab_mapping *m = intern_at(&st->maps, i);
+		int err;
+
+		if (!m->path || kept[i])
+			continue;
+		err = intern_remove(&st->maps, map_hash(m), (uint32_t)i);
+		if (err)
+			return err;
+		st->func_bytes -= strlen(m->path) + 1;
+		st->nmaps_live--;
+		free((char *)m->path);
+		m->path = NULL;
+		st->stats.names_collected++;
+	}
+	return 0;
+}
+
+void symtab__gc_end(struct symtab *st, struct symtab_gc *gc)
+{
+	/* what a handle's accessors give when stale, and what a Python frame's mapping is */
+	gc->func_kept[SYMTAB_NO_FUNC] = 1;
+	gc->map_kept[0] = 1;
+	for (size_t i = 0; i < st->ncodes; i++)
+		if (st->codes[i].live)
+			symtab__gc_keep(gc, st->codes[i].func, 0);
+	/* out of memory part way: what is left stays until the next collection */
+	if (!sweep_funcs(st, gc->func_kept))
+		sweep_maps(st, gc->map_kept);
+	st->names_kept = held_bytes(st);
+	free(gc->func_kept);
+	free(gc->map_kept);
+	free(gc);
 }

@@ -35,8 +35,9 @@ struct symtab_target {
 struct symtab_stats {
 	size_t bytes, budget; /* the code-object cache */
 	size_t entries;
-	size_t func_bytes;    /* interned names (the profile's, not a cache) */
+	size_t func_bytes;    /* interned names (functions, files, mappings) */
 	uint64_t evictions;
+	uint64_t names_collected; /* names freed by collections (symtab__gc_end) */
 	uint64_t from_records, from_memory; /* entries made from code records / target reads */
 	uint64_t bad_records;		    /* code records that did not check out */
 };
@@ -109,6 +110,23 @@ int64_t symtab__mapping(struct symtab *st, const struct symtab_mapping *m);
 const struct symtab_mapping *symtab__mapping_at(const struct symtab *st, uint32_t id);
 /* How many mapping ids there are (ids are 1 .. count - 1). */
 size_t symtab__nmappings(const struct symtab *st);
+
+/* The names (functions, their files, mappings) live as long as someone holds their ids: a
+ * cached code object, or a profile's frames. A target that keeps making functions under new
+ * names, or processes whose libraries load at new addresses, would grow them for ever, so
+ * past SYMTAB_NAMES_SHARE of the cache's budget (and twice what the last collection kept)
+ * the owner of the profiles collects them: it marks what its live profiles hold, the cache
+ * marks its own entries, and every other name is freed, its id given to a later name. */
+#define SYMTAB_NAMES_SHARE 4
+struct symtab_gc;
+/* Do the names hold enough for a collection to be due? */
+bool symtab__names_due(const struct symtab *st);
+/* Start one (NULL on ENOMEM: no collection this time). */
+struct symtab_gc *symtab__gc_begin(const struct symtab *st);
+/* Function `func` and mapping `map` (0: none) are held. */
+void symtab__gc_keep(struct symtab_gc *gc, uint32_t func, uint32_t map);
+/* Free every name not kept and not held by a cached code object; frees gc. */
+void symtab__gc_end(struct symtab *st, struct symtab_gc *gc);
 
 /* Drop the entries of a target (it exited or exec'd; its addresses mean nothing now). */
 void symtab__forget_target(struct symtab *st, uint32_t target);

@@ -12,10 +12,13 @@ short-lived processes come and go all the time.
   default) rotates the copies through four names, so the profile itself (functions,
   lines, stacks) stays small and what grows is only what pywalk caches; --names unique
   gives every copy a new name, so the profile grows by one function per sampled copy;
-  --names none turns code churn off.
+  --names none turns code churn off. --files unique gives every copy a new file name
+  too (as exec(compile(src, fresh_name, ...)) does).
 * Process churn (a thread): --children N starts about N short Python processes a second
   (python -c: a few milliseconds of work, then exit) and --forks N forks about N
   children a second that run the same code for a few milliseconds and _exit.
+  --child-work bz2: each child instead compresses for --child-ms in the _bz2 C extension
+  (libbz2), so its native stacks are in libraries loaded at addresses of its own.
 
 Prints READY when the template is compiled (its body grown until the line table is past
 the 16 KiB a code record carries), then runs until killed.
@@ -53,13 +56,21 @@ CHILD_SRC = ("import time\n"
              "child_work()\n")
 
 
-def spawner(per_second, stop):
+BZ2_SRC = ("import bz2, os, time\n"
+           "def child_work(ms):\n"
+           "    data = os.urandom(1 << 16)\n"
+           "    t = time.perf_counter() + ms / 1000\n"
+           "    while time.perf_counter() < t: bz2.compress(data, 1)\n"
+           "child_work(%d)\n")
+
+
+def spawner(per_second, stop, src):
     """About per_second short Python processes a second, at most 8 alive at once."""
     alive = []
     while not stop.is_set():
         alive = [p for p in alive if p.poll() is None]
         if len(alive) < 8:
-            alive.append(subprocess.Popen([sys.executable, "-c", CHILD_SRC],
+            alive.append(subprocess.Popen([sys.executable, "-c", src],
                                           stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL))
         time.sleep(1.0 / per_second)
@@ -86,7 +97,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--names", choices=("bounded", "unique", "none"), default="bounded",
                     help="none: no code churn, the main thread only waits")
+    ap.add_argument("--files", choices=("bounded", "unique"), default="bounded")
     ap.add_argument("--children", type=float, default=0.0)
+    ap.add_argument("--child-work", choices=("python", "bz2"), default="python")
+    ap.add_argument("--child-ms", type=int, default=50)
     ap.add_argument("--forks", type=float, default=0.0)
     args = ap.parse_args()
 
@@ -99,7 +113,9 @@ def main():
     pool = [sys.intern("churn_%d" % k) for k in range(4)]
     stop = threading.Event()
     if args.children:
-        threading.Thread(target=spawner, args=(args.children, stop), daemon=True).start()
+        src = CHILD_SRC if args.child_work == "python" else BZ2_SRC % args.child_ms
+        threading.Thread(target=spawner, args=(args.children, stop, src),
+                         daemon=True).start()
     if args.forks:
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads
         # forks from the main thread would copy a lock held by the spawner: a thread
@@ -117,6 +133,8 @@ def main():
         kw = {"co_name": name, "co_linetable": bytes(bytearray(code.co_linetable))}
         if has_qualname:
             kw["co_qualname"] = name
+        if args.files == "unique":
+            kw["co_filename"] = "/churn/%d.py" % i
         slot = rnd.randrange(RING)
         ring[slot] = None  # the copy it replaces is freed first: its memory is reused
         fn = ring[slot] = types.FunctionType(code.replace(**kw), ns)
