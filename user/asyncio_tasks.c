@@ -220,12 +220,14 @@ static int read_name(const struct reader *r, uint64_t obj, char *out, size_t siz
 		err = read_target(&state, sizeof(state), obj + o->str_state);
 	if (err)
 		return err;
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+	/* kind, compact, ascii: from bit 2 of the state, or bit 8 where `interned` is a byte */
+	kind = (state >> o->str_kind_shift) & 7;
+	if (!((state >> (o->str_kind_shift + 3)) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return -EPROTO;
 	{
 		uint64_t n = length < PYTHREADS_NAME_CHARS ? length : PYTHREADS_NAME_CHARS;
-		uint64_t at = obj + (((state >> 6) & 1) ? o->str_ascii_data : o->str_compact_data);
+		uint64_t at = obj + (((state >> (o->str_kind_shift + 4)) & 1) ? o->str_ascii_data :
+										 o->str_compact_data);
 
 		if (n && (err = read_target(data, (uint32_t)(n * kind), at)))
 			return err;
@@ -248,8 +250,19 @@ static int frame_record(struct reader *r, const uint8_t *f, struct pw_frame *out
 	if (!code)
 		return -EPROTO;
 	out->code = code;
-	out->instr = ip >= start && ip - start < 0x1fffffffeull ? (uint32_t)((ip - start) >> 1) :
-								 PW_INSTR_NONE;
+	if (o->frame_tlbc_index) {
+		/* free-threaded: the pointer may be in the thread's own bytecode copy, proven
+		 * as the sampler proves it; in no copy it is no line */
+		uint32_t instr;
+
+		out->instr = pw_tlbc_instr(&r->cfg, f, code, ip, &instr) == PW_OUT__CONTINUE ?
+				     instr :
+				     PW_INSTR_NONE;
+	} else {
+		out->instr = ip >= start && ip - start < 0x1fffffffeull ?
+				     (uint32_t)((ip - start) >> 1) :
+				     PW_INSTR_NONE;
+	}
 	return pw_frame_tag(r->mem, &r->cfg, code, 0, &out->tag) == PW_OUT__CONTINUE ? 0 :
 										      -EFAULT;
 }
