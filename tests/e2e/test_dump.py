@@ -307,16 +307,12 @@ def task_state(pid, tid):
 def _all_running(t, deadline_s=10.0):
     """Every thread of t untraced and not stopped, within a bounded wait (a detached thread
     leaves its stop as it is scheduled)."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        stopped = [tid for tid in t.tids()
-                   if task_state(t.pid, tid) in ("t", "T")]
-        if status(t.pid, "TracerPid") == "0" and not stopped:
-            return
-        assert time.monotonic() < deadline, (
-            "PID %d left traced (TracerPid %s) or with %d stopped threads: %s" % (
-                t.pid, status(t.pid, "TracerPid"), len(stopped), stopped[:10]))
-        time.sleep(0.05)
+    def stopped():
+        return [tid for tid in t.tids() if task_state(t.pid, tid) in ("t", "T")]
+
+    e2e.wait_for(lambda: status(t.pid, "TracerPid") == "0" and not stopped(), deadline_s,
+                 lambda: "PID %d left traced (TracerPid %s) or with stopped threads: %s" % (
+                     t.pid, status(t.pid, "TracerPid"), stopped()[:10]))
 
 
 @pytest.mark.core_only
