@@ -86,35 +86,49 @@ static bool links_libpython(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
 	return false;
 }
 
-int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
+/* `fd` opened as an ELF image: its section-name table, whether it is ET_DYN and its first
+ * PT_LOAD's page-aligned address. 0 with *elf to elf_end(), or an error with nothing held. */
+static int elf_open_image(int fd, Elf **elf, size_t *shstrndx, size_t *nphdr, bool *is_dyn,
+			  uint64_t *first_load_vaddr)
 {
-	uint64_t version_vaddr = 0, section_vaddr = 0;
-	size_t shstrndx, nphdr;
-	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
-	Elf *elf;
-	int err = 0;
 
-	memset(out, 0, sizeof(*out));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
+	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf)
 		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    elf_getshdrstrndx(elf, &shstrndx) || elf_getphdrnum(elf, &nphdr)) {
-		err = -ENOEXEC;
-		goto out;
+	if (elf_kind(*elf) != ELF_K_ELF || !gelf_getehdr(*elf, &eh) ||
+	    elf_getshdrstrndx(*elf, shstrndx) || elf_getphdrnum(*elf, nphdr)) {
+		elf_end(*elf);
+		return -ENOEXEC;
 	}
-	out->is_dyn = eh.e_type == ET_DYN;
-	for (size_t i = 0; i < nphdr; i++) {
+	*is_dyn = eh.e_type == ET_DYN;
+	for (size_t i = 0; i < *nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			out->first_load_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
+		if (gelf_getphdr(*elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			*first_load_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
 			break;
 		}
 	}
+	return 0;
+}
+
+int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
+{
+	uint64_t version_vaddr = 0, section_vaddr = 0;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, nphdr;
+	Elf *elf;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn,
+			     &out->first_load_vaddr);
+	if (err)
+		return err;
+	err = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -151,39 +165,23 @@ int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 	}
 	if (version_vaddr && read_u64_at_vaddr(elf, version_vaddr, &out->py_version))
 		out->py_version = 0;
-out:
 	elf_end(elf);
 	return err;
 }
 
 int elf_find_section(int fd, const char *name, struct elf_section *out)
 {
-	size_t shstrndx, nphdr;
 	Elf_Scn *scn = NULL;
-	GElf_Ehdr eh;
+	size_t shstrndx, nphdr;
 	Elf *elf;
-	int err = -ENOENT;
+	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    elf_getshdrstrndx(elf, &shstrndx) || elf_getphdrnum(elf, &nphdr)) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	out->is_dyn = eh.e_type == ET_DYN;
-	for (size_t i = 0; i < nphdr; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			out->first_load_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
-			break;
-		}
-	}
+	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn,
+			     &out->first_load_vaddr);
+	if (err)
+		return err;
+	err = -ENOENT;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *sname;
@@ -198,7 +196,6 @@ int elf_find_section(int fd, const char *name, struct elf_section *out)
 			break;
 		}
 	}
-out:
 	elf_end(elf);
 	return err;
 }
