@@ -520,6 +520,10 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 		err = metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.",
 				  (double)a->windows);
 	if (!err)
+		err = metrics_one(sb, "pywalk_pulls_in_progress", "gauge",
+				  "Pulls holding or waiting for one of the engine's taps.",
+				  (double)a->npulls);
+	if (!err)
 		err = metrics_one(sb, "pywalk_window_profiles_total", "counter",
 				  "Profiles made from closed windows (one per process).",
 				  (double)a->profiles);

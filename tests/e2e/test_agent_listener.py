@@ -418,9 +418,12 @@ def test_pulls_whose_clients_went_away_give_their_slots_back(pywalk, interp, sta
         s = socket.create_connection(("127.0.0.1", ag.port))
         raw_request(s, "/debug/pprof/profile?seconds=300", "127.0.0.1:%d" % ag.port)
         pulls.append(s)
+    # a fifth sent before the four reach the agent would take a tap from one of them
+    wait_for(lambda: metric(ag.metrics(), "pywalk_pulls_in_progress") == 4,
+             15, "the four pulls in progress")
     # the four hold every tap: a fifth is turned away
-    wait_for(lambda: http_get(ag.url + "/debug/pprof/profile?seconds=1")[0] == 503, 15,
-             "the four pulls in progress")
+    got = http_get(ag.url + "/debug/pprof/profile?seconds=1")
+    assert got == (503, b"too many profiles at once\n"), got
     for s in pulls:
         s.close()
     t0 = time.monotonic()
