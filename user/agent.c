@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "agg.h"
+#include "escape.h"
 #include "log.h"
 #include "metrics.h"
 #include "out.h"
@@ -143,7 +144,7 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	it->until_ns = smp->end_ns;
 	it->rate_hz = smp->frequency_hz;
 	it->samples = samples;
-	export_sanitize(service_of(&a->c, pr), it->service, sizeof(it->service));
+	escape_label(service_of(&a->c, pr), it->service, sizeof(it->service));
 	export_item__label(it, "service_name", it->service);
 	export_item__label(it, "pid", pid);
 	export_item__label(it, "host", a->host);
@@ -396,7 +397,7 @@ static void outcome_value(int outcome, char *buf, size_t size)
 		return;
 	}
 	/* an outcome added without an id here: its words, made a label */
-	export_sanitize(engine_outcome_label(outcome, true), buf, size);
+	escape_label(engine_outcome_label(outcome, true), buf, size);
 	for (char *c = buf; *c; c++)
 		*c = *c == '-' ? '_' : *c;
 }
@@ -706,9 +707,9 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 		pthread_condattr_destroy(&ca);
 	}
 	if (c->host && c->host[0])
-		export_sanitize(c->host, a->host, sizeof(a->host));
+		escape_label(c->host, a->host, sizeof(a->host));
 	else if (!gethostname(a->host, sizeof(a->host) - 1))
-		export_sanitize(a->host, a->host, sizeof(a->host));
+		escape_label(a->host, a->host, sizeof(a->host));
 	a->start_wall_s = (uint64_t)time(NULL);
 	a->next_window_ns = now_ns() + c->interval_ms * 1000000ull;
 	if (c->export_dir &&

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "export.h"
+#include "sink.h"
 #include "profile.h"
 #include "serve.h"
 

@@ -3,9 +3,7 @@
 #ifndef PW_CMD_H
 #define PW_CMD_H
 
-#define PYWALK_VERSION "0.1.0"
-
-enum exit_code { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+#include "pywalk.h"
 
 /* argv[0] is the command name. Returns an exit code. */
 int cmd_record(int argc, char **argv);

@@ -19,7 +19,7 @@
 #include "launch.h"
 #include "loader.h"
 #include "log.h"
-#include "cmd.h"
+#include "pywalk.h"
 #include "dump.h"
 #include "gilstats.h"
 #include "offcpu.h"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "abi.h"
-#include "cli.h"
+#include "sampling.h"
 #include "discover.h"
 #include "kagg.h"
 #include "profile.h"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* String building and per-format escaping of names read from target processes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,4 +309,19 @@ int escape_html(struct strbuf *sb, const char *s)
 int escape_xml(struct strbuf *sb, const char *s)
 {
 	return escape_text(sb, s, ESC_XML);
+}
+
+void escape_label(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; s && *s && n + 1 < size; s++) {
+		char c = *s;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '_' || c == '-' || c == ':' || c == '/';
+
+		buf[n++] = ok ? c : '_';
+	}
+	if (size)
+		buf[n] = 0;
 }

@@ -69,4 +69,8 @@ int escape_html(struct strbuf *sb, const char *s);
  * those become U+FFFD. */
 int escape_xml(struct strbuf *sb, const char *s);
 
+/* `s` as a label value every back end accepts (profile labels, service names, Prometheus
+ * label values): letters, digits and ._-:/ kept, every other byte '_', cut to fit buf. */
+void escape_label(const char *s, char *buf, size_t size);
+
 #endif

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "escape.h"
-#include "export.h"
+#include "sink.h"
 
 struct http_client;
 

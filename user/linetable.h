@@ -8,10 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum linetable_format {
-	LINETABLE_PEP626,   /* CPython 3.10 co_linetable: (byte-offset delta u8, line delta s8) pairs */
-	LINETABLE_LOCATION, /* CPython 3.11+ co_linetable location table */
-};
+#include "pyver.h"
 
 /* Line executing at instruction `addrq` (offset in 2-byte code units from the start of the
  * bytecode) of a code object whose first line is `firstlineno`. Returns 0 and sets *line;

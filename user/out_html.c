@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "calltree.h"
-#include "cmd.h"
+#include "pywalk.h"
 #include "escape.h"
 #include "out.h"
 

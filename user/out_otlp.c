@@ -37,7 +37,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "cmd.h"
+#include "pywalk.h"
 #include "frame.h"
 #include "intern.h"
 #include "out.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "cmd.h"
+#include "pywalk.h"
 #include "out.h"
 #include "pbenc.h"
 #include "strtab.h"

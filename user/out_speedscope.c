@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "pywalk.h"
 #include "escape.h"
 #include "out.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "abi.h"
-#include "cli.h"
+#include "sampling.h"
 #include "probe.h"
 
 struct probe_site {

@@ -12,7 +12,12 @@
 #include "abi.h"
 #include "tag.h"
 #include "elfinfo.h"
-#include "linetable.h"
+
+/* How a version encodes co_linetable (linetable.h reads both). */
+enum linetable_format {
+	LINETABLE_PEP626,   /* CPython 3.10 co_linetable: (byte-offset delta u8, line delta s8) pairs */
+	LINETABLE_LOCATION, /* CPython 3.11+ co_linetable location table */
+};
 
 /* How much of a code object and of a str object's header the symbolizer reads (symtab.c):
  * every offset of an accepted layout must fit inside them. */

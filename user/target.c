@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
-#include "export.h"
+#include "escape.h"
 #include "intern.h"
 #include "proc.h"
 #include "target.h"
@@ -221,7 +221,7 @@ static void read_service(pid_t pid, struct target *t)
 		    (v = env_get(env, len, "OTEL_SERVICE_NAME"))))
 		name = v;
 	if (name) {
-		export_sanitize(name, t->service, sizeof(t->service));
+		escape_label(name, t->service, sizeof(t->service));
 		t->service_asked = true;
 		free(env);
 		return;
@@ -249,7 +249,7 @@ static void read_service(pid_t pid, struct target *t)
 			break;
 		}
 	}
-	export_sanitize(name && name[0] ? name : t->comm, t->service, sizeof(t->service));
+	escape_label(name && name[0] ? name : t->comm, t->service, sizeof(t->service));
 	if (name) {
 		char *dot = strstr(t->service, ".py");
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "pywalk.h"
 #include "elfprobe.h"
 #include "escape.h"
 #include "log.h"

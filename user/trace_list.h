@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "cli.h"
+#include "sampling.h"
 
 /* tracepoint:CAT:NAME, uprobe:PATH|LIB:FUNC, usdt:PATH|LIB:PROVIDER:NAME (or usdt:PATH:GLOB),
  * software:NAME, hardware:NAME, globs anywhere but in a path; a library is looked up in

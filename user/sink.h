@@ -3,8 +3,8 @@
  * window) with what a back end needs to file it; a sink delivers items on its own thread,
  * from a bounded queue, retrying with backoff, so a back end that is down or slow never
  * stalls sampling nor another sink. What a sink does with an item is its ops' business. */
-#ifndef PW_EXPORT_H
-#define PW_EXPORT_H
+#ifndef PW_SINK_H
+#define PW_SINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,7 +99,5 @@ void export_item__label(struct export_item *it, const char *key, const char *val
 /* The value of label `key`, or NULL. */
 const char *export_item__get(const struct export_item *it, const char *key);
 
-/* Make `s` a label-safe value into buf (same rule as export_item__label). */
-void export_sanitize(const char *s, char *buf, size_t size);
 
 #endif

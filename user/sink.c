@@ -14,7 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "export.h"
+#include "escape.h"
+#include "sink.h"
 #include "log.h"
 
 #define WARN_EVERY_S 60.0
@@ -81,21 +82,6 @@ void export_item__put(struct export_item *it)
 	free(it);
 }
 
-void export_sanitize(const char *s, char *buf, size_t size)
-{
-	size_t n = 0;
-
-	for (; s && *s && n + 1 < size; s++) {
-		char c = *s;
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '.' || c == '_' || c == '-' || c == ':' || c == '/';
-
-		buf[n++] = ok ? c : '_';
-	}
-	if (size)
-		buf[n] = 0;
-}
-
 void export_item__label(struct export_item *it, const char *key, const char *value)
 {
 	struct export_label *l;
@@ -103,8 +89,8 @@ void export_item__label(struct export_item *it, const char *key, const char *val
 	if (it->nlabels >= EXPORT_MAX_LABELS || !value || !value[0])
 		return;
 	l = &it->labels[it->nlabels++];
-	export_sanitize(key, l->key, sizeof(l->key));
-	export_sanitize(value, l->value, sizeof(l->value));
+	escape_label(key, l->key, sizeof(l->key));
+	escape_label(value, l->value, sizeof(l->value));
 }
 
 const char *export_item__get(const struct export_item *it, const char *key)
