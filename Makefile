@@ -41,9 +41,11 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := $(wildcard user/*.c)
+# One folder per stage (user/README.md); includes name the folder: "lib/util.h".
+USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
+USER_SRCS := $(wildcard user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(O)/user/%.o,$(USER_SRCS))
-LIB_OBJS := $(filter-out $(O)/user/main.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(O)/user/cmd/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
@@ -63,22 +65,22 @@ $(O)/pywalk.skel.h: $(O)/pywalk.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name pywalk_bpf > $@
 
-$(O)/user/%.o: user/%.c $(O)/pywalk.skel.h | $(O)/user
+$(O)/user/%.o: user/%.c $(O)/pywalk.skel.h | $(patsubst %/,$(O)/%,$(USER_DIRS))
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
 # The HTML writer's page, embedded so a profile is one file that needs nothing else.
-$(O)/flame_html.h: user/assets/flame.html | $(O)
+$(O)/flame_html.h: user/output/assets/flame.html | $(O)
 	$(call msg,GEN,$@)
-	$(Q)cd user/assets && xxd -i flame.html > $(abspath $@).tmp
+	$(Q)cd user/output/assets && xxd -i flame.html > $(abspath $@).tmp
 	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
-$(O)/user/out_html.o: $(O)/flame_html.h
+$(O)/user/output/out_html.o: $(O)/flame_html.h
 # The SVG flame graph's script, embedded the same way.
-$(O)/flame_svg_js.h: user/assets/flame_svg.js | $(O)
+$(O)/flame_svg_js.h: user/output/assets/flame_svg.js | $(O)
 	$(call msg,GEN,$@)
-	$(Q)cd user/assets && xxd -i flame_svg.js > $(abspath $@).tmp
+	$(Q)cd user/output/assets && xxd -i flame_svg.js > $(abspath $@).tmp
 	$(Q)sed 's/^unsigned/static const unsigned/' $@.tmp > $@ && rm -f $@.tmp
-$(O)/user/out_svg.o: $(O)/flame_svg_js.h
+$(O)/user/output/out_svg.o: $(O)/flame_svg_js.h
 
 # Syscall names and numbers of this architecture, for trace's syscalls:sys_enter_NAME
 # probes (they go by number through the raw sys_enter tracepoint: no tracefs needed).
@@ -87,7 +89,7 @@ $(O)/syscall_names.h: | $(O)
 	$(Q)echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
 		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/X(\1, \2)/p' | sort > $@.tmp
 	$(Q)test -s $@.tmp && mv $@.tmp $@
-$(O)/user/syscalls.o: $(O)/syscall_names.h
+$(O)/user/trace/syscalls.o: $(O)/syscall_names.h
 
 $(O)/pywalk: $(USER_OBJS)
 	$(call msg,LINK,$@)
@@ -97,10 +99,11 @@ $(O)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(O)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Itests/unit $< $(LIB_OBJS) $(PKG_LIBS) -lncursesw -lcmocka -o $@
 
-$(O) $(O)/user $(O)/tests:
+$(O) $(O)/tests $(patsubst %/,$(O)/%,$(USER_DIRS)):
 	$(Q)mkdir -p $@
 
 check: $(UNIT_BINS)
+	$(Q)$(PYTHON) scripts/check-layers.py
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: $(O)/pywalk interpreters
@@ -165,12 +168,16 @@ FUZZ_LIBS_debuglink := $(shell pkg-config --libs libdw liblzma zlib 2>/dev/null 
 FUZZ_LIBS_demangle := -lstdc++
 FUZZ_BINS := $(patsubst %,$(O)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
-$(O)/fuzz/obj/%.o: user/%.c | $(O)/fuzz/obj
+# a module by name (linetable) is user/<its folder>/linetable.c
+fuzz_objs = $(patsubst user/%.c,$(O)/fuzz/obj/%.o,$(foreach m,$(1),$(wildcard user/*/$(m).c)))
+
+$(O)/fuzz/obj/%.o: user/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
 
 define FUZZ_RULE
-$(O)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(patsubst %,$(O)/fuzz/obj/%.o,$(FUZZ_MODS_$(1))) \
+$(O)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(call fuzz_objs,$(FUZZ_MODS_$(1))) \
 		| $(O)/fuzz/obj
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CLANG) $$(FUZZ_CFLAGS) $$(filter %.c %.o,$$^) $$(FUZZ_LIBS_$(1)) -o $$@
@@ -207,7 +214,7 @@ install: $(O)/pywalk
 
 # A Debian package of what `install` installs (README: Packaging). Its version is the one
 # `pywalk --version` prints.
-VERSION := $(shell sed -n 's/^\#define PYWALK_VERSION "\(.*\)"$$/\1/p' user/cmd.h)
+VERSION := $(shell sed -n 's/^\#define PYWALK_VERSION "\(.*\)"$$/\1/p' user/lib/pywalk.h)
 DEB_MAINTAINER ?= pywalk maintainers <maintainers@users.noreply.a-seed-36d0eb24.example>
 deb: $(O)/pywalk
 	$(call msg,DEB,$(O)/pywalk_$(VERSION)_$(shell dpkg --print-architecture).deb)
@@ -221,11 +228,11 @@ lint:
 	$(Q)$(MAKE) --no-print-directory WERROR=-Werror all check
 
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/unit/*.c
+	clang-format -i bpf/*.c bpf/*.h user/*/*.c user/*/*.h tests/unit/*.c
 
 clean:
 	rm -rf $(O)
 
--include $(USER_OBJS:.o=.d) $(wildcard $(O)/fuzz/*.d $(O)/fuzz/obj/*.d)
+-include $(USER_OBJS:.o=.d) $(wildcard $(O)/tests/*.d $(O)/fuzz/*.d $(O)/fuzz/obj/*/*.d)
 
 -include bench/bench.mk

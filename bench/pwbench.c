@@ -22,9 +22,9 @@
 #include <bpf/libbpf.h>
 
 #include "floor.h"
-#include "loader.h"
-#include "target.h"
-#include "util.h"
+#include "engine/loader.h"
+#include "inspect/target.h"
+#include "lib/util.h"
 
 /* ---- the walker over the target's memory, recording every read ------------------------- */
 

@@ -112,7 +112,7 @@ enum pw_counter {
 #define PW_SYSCALL_EXIT(v) (((v) >> 8) & 0xff)
 #define PW_SYSCALL_PAIR(v) (((v) >> 16) & 1)
 
-/* --filter, compiled (user/filter.c) into a postfix program per probe that the probe
+/* --filter, compiled (user/trace/filter.c) into a postfix program per probe that the probe
  * programs run over the hit: comparisons push a truth value, AND/OR/NOT combine the top
  * of a stack of bits. Userspace proves a program well formed (no underflow, one value
  * left, at most 64 deep) before it writes it. */
@@ -329,7 +329,7 @@ enum pw_rec_kind {
 #define PW_SF_KSTACK 0x10
 #define PW_SF_USTACK 0x20
 #define PW_SF_EXTRA_STACKS (PW_SF_KSTACK | PW_SF_USTACK)
-/* Userspace's own: the stack records were appended to this sample (user/xstack.h). */
+/* Userspace's own: the stack records were appended to this sample (user/symbolize/xstack.h). */
 #define PW_SF_USERSPACE_PAIRED 0x8000
 
 /* --native: bit 0 of pw_frame.code (code objects are aligned, and the walker masks tag

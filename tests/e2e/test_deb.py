@@ -42,7 +42,7 @@ def unavailable(why):
 
 def source_version():
     """The version `pywalk --version` prints, from where the binary takes it."""
-    text = open(os.path.join(e2e.REPO, "user", "cmd.h")).read()
+    text = open(os.path.join(e2e.REPO, "user", "lib", "pywalk.h")).read()
     return re.search(r'^#define PYWALK_VERSION "([^"]+)"$', text, re.M).group(1)
 
 

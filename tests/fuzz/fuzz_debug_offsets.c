@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "pyver.h"
+#include "inspect/pyver.h"
 
 /* A field of `width` bytes at `off`, loaded from an image of `size` bytes. The walker's
  * loads are aligned (pw_load_u64 reads at off & ~7), so a misaligned field reads the

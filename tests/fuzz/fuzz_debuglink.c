@@ -11,7 +11,7 @@
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 
-#include "debugfile.h"
+#include "symbolize/debugfile.h"
 #include "fuzz.h"
 
 static void check_name(const char *name)

@@ -4,7 +4,7 @@
  * string of its own (freed here: ASan sees a double use). */
 #include <string.h>
 
-#include "demangle.h"
+#include "symbolize/demangle.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfinfo.h"
+#include "inspect/elfinfo.h"
 #include "fuzz.h"
 
 static int memfd = -1;

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfprobe.h"
+#include "trace/elfprobe.h"
 #include "fuzz.h"
 
 static int memfd = -1;

@@ -4,7 +4,7 @@
  * contain raw, and that the escapes themselves are well-formed. */
 #include <string.h>
 
-#include "escape.h"
+#include "lib/escape.h"
 #include "fuzz.h"
 
 static int hexval(char c)

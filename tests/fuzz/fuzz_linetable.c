@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "linetable.h"
+#include "symbolize/linetable.h"
 
 static uint32_t get_u32(const uint8_t *p)
 {

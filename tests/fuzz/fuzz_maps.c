@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "proc.h"
+#include "inspect/proc.h"
 
 static void check_line(const char *line)
 {

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "escape.h"
-#include "symtab.h"
+#include "lib/escape.h"
+#include "symbolize/symtab.h"
 
 /* What a code point becomes: CPython str may hold lone surrogates, UTF-8 cannot. */
 static uint32_t expected_cp(uint32_t c)

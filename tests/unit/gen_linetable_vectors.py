@@ -258,7 +258,7 @@ def main():
         "",
         "#include <stddef.h>",
         "#include <stdint.h>",
-        '#include "linetable.h"',
+        '#include "symbolize/linetable.h"',
         "",
         "struct lt_vector {",
         "\tconst char *name;",

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "linetable.h"
+#include "symbolize/linetable.h"
 
 struct lt_vector {
 	const char *name;

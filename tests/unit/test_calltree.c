@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/calltree.c: stacks merged by prefix, subtree totals, distinct stacks,
+/* Unit tests for user/profile/calltree.c: stacks merged by prefix, subtree totals, distinct stacks,
  * preorder with siblings by label, and thread root frames. */
 #include "test_out_fixture.h"
 
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "calltree.h"
+#include "profile/calltree.h"
 
 static const char *label(const struct calltree *t, uint32_t id)
 {

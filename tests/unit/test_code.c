@@ -46,8 +46,8 @@ static int mem_read(void *dst, uint32_t size, uint64_t addr)
 
 #define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
 #include "code.h"
-#include "pyver.h"
-#include "symtab.h"
+#include "inspect/pyver.h"
+#include "symbolize/symtab.h"
 
 static uint64_t alloc(size_t size)
 {

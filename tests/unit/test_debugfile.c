@@ -20,7 +20,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "debugfile.h"
+#include "symbolize/debugfile.h"
 
 static char dir[64];
 static int dirfd_;

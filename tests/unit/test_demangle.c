@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 static void test_cxx_names_are_demangled(void **state)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The discovery state machine (user/discover.c) over a fake host: a table of processes
+/* The discovery state machine (user/engine/discover.c) over a fake host: a table of processes
  * (their program image says whether they are Python), a model of the kernel side's
  * `procs` map (attach writes a config, the fork/exec/exit hooks copy or delete it and
  * report the id they saw) and a clock. Every call discovery makes is recorded, so each
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "discover.h"
+#include "engine/discover.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MS (1000000ull)

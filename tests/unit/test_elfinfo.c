@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "elfinfo.h"
+#include "inspect/elfinfo.h"
 
 #define PY_VERSION_3_13 0x030d00f0ull
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/escape.c: each syntax's escapes, malformed UTF-8 (which /proc thread
+/* Unit tests for user/lib/escape.c: each syntax's escapes, malformed UTF-8 (which /proc thread
  * names can hold) turned into U+FFFD, the code points no writer shows raw (C1, bidi and
  * invisible characters) and U+0000 in its internal form, and strbuf growth. */
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "escape.h"
+#include "lib/escape.h"
 
 #define FFFD "\xef\xbf\xbd"
 

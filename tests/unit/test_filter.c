@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "filter.h"
+#include "trace/filter.h"
 
 static struct probe_set set;
 static struct filter_set fs;

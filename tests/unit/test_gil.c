@@ -24,7 +24,7 @@ static int mem_read(void *dst, uint32_t size, uint64_t addr)
 
 #define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
 #include "gil.h"
-#include "pyver.h"
+#include "inspect/pyver.h"
 
 #define RUNTIME (MEM_BASE + 0x100)
 #define INTERP (MEM_BASE + 0x2000)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The open-addressing index (user/htab.c) against a reference model: random inserts and
+/* The open-addressing index (user/lib/htab.c) against a reference model: random inserts and
  * removals whose hashes collide on purpose (few distinct home slots, many of them at the
  * end of the table so runs wrap around to its start). After every step each live key is
  * found under its id, no removed key is, and every stored entry is reachable from its
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "htab.h"
+#include "lib/htab.h"
 
 #define EMPTY UINT32_MAX
 #define MAX_IDS 4096

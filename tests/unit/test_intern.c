@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "intern.h"
+#include "lib/intern.h"
 
 struct pair {
 	uint32_t a, b;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/kagg.c over a real profile (test_out_fixture.h): a key's drained
+/* Unit tests for user/profile/kagg.c over a real profile (test_out_fixture.h): a key's drained
  * count goes to the stack its first record made, with the weight summed; the same key in
  * the other generation may name another stack; a first record the profile could not count
  * sends the key's hits to the same "not counted" reason; a generation drained forgets its
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "kagg.h"
+#include "profile/kagg.h"
 
 struct kfx {
 	struct fx *fx;

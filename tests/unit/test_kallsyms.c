@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "kallsyms.h"
+#include "symbolize/kallsyms.h"
 
 /* A kallsyms file with `text` as its contents; its path in `path`. */
 static void write_file(char *path, const char *text)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Kernel frames through the whole userspace path: a kernel stack record and its sample
- * paired (user/xstack.c), the record symbolized from a kallsyms file, the frames at the
+ * paired (user/symbolize/xstack.c), the record symbolized from a kallsyms file, the frames at the
  * leaf below the Python ones in every format; a sample whose stack record never came is
  * dropped under its own reason, a stack record without its sample is counted; a restricted
  * kallsyms gives "[kernel unsymbolized]" frames. */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "xstack.h"
+#include "symbolize/xstack.h"
 
 #define A_ENTRY 0xffffffff81000810ull
 #define A_SYSCALL 0xffffffff81001040ull

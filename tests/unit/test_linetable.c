@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Unit tests for user/linetable.c: real co_linetable vectors from CPython
+// Unit tests for user/symbolize/linetable.c: real co_linetable vectors from CPython
 // 3.10-3.13 (see gen_linetable_vectors.py), truncation and garbage fuzzing.
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "linetable.h"
+#include "symbolize/linetable.h"
 #include "linetable_vectors.h"
 
 #define N_VECTORS (sizeof(lt_vectors) / sizeof(lt_vectors[0]))

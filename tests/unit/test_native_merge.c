@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "native_merge.h"
+#include "symbolize/native_merge.h"
 
 /* The merged stack as a string: native frames as their letter, Python ones as digits. */
 static void render(const struct merge_item *m, int n, const char *native, char *out)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "offcpu.h"
+#include "profile/offcpu.h"
 
 struct rec {
 	struct pw_sample_hdr h;

@@ -18,9 +18,9 @@
 
 #include "abi.h"
 #include "tag.h"
-#include "escape.h"
-#include "out.h"
-#include "profile.h"
+#include "lib/escape.h"
+#include "output/out.h"
+#include "profile/profile.h"
 
 #define FX_API static __attribute__((unused))
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out_folded.c with hostile names: one line per stack, and every name
+/* Unit tests for user/output/out_folded.c with hostile names: one line per stack, and every name
  * comes back unchanged through the documented escapes (\x3b, \\, \n, \xNN). */
 #include "test_out_fixture.h"
 

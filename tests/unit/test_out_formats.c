@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out.c: format selection by -f name and by output file name. */
+/* Unit tests for user/output/out.c: format selection by -f name and by output file name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "out.h"
+#include "output/out.h"
 
 static const char *by_path(const char *path)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out_html.c: the call tree sent to the page (exact, for a small
+/* Unit tests for user/output/out_html.c: the call tree sent to the page (exact, for a small
  * profile), thread root frames, hostile names that must stay inside the JSON data block,
  * and a 100,000-stack profile (written to $PYWALK_FLAME_100K when set, for the browser
  * load-time test in tests/e2e/test_formats.py). */

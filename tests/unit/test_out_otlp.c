@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out_otlp.c: the ExportProfilesServiceRequest of one process, decoded
+/* Unit tests for user/output/out_otlp.c: the ExportProfilesServiceRequest of one process, decoded
  * here by a small protobuf reader (no generated code, no external tool) and checked
  * structurally against the field numbers of opentelemetry-proto v1.11.0: the resource and
  * scope, the profile's types, times and period, every dictionary table's zero entry, that
@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cmd.h"
-#include "pbenc.h"
+#include "cmd/cmd.h"
+#include "output/pbenc.h"
 
 /* --- a protobuf reader: a message as its list of fields ---------------------------- */
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/pbenc.c and user/out_pprof.c: wire-format bytes, the decoded profile
+/* Unit tests for user/output/pbenc.c and user/output/out_pprof.c: wire-format bytes, the decoded profile
  * (gunzip + a small protobuf reader here), and `go tool pprof -raw/-top` reading a profile
  * with hostile names (skipped when Go is not installed: apt-get install golang-go). */
 #include "test_out_fixture.h"
@@ -10,7 +10,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 
-#include "pbenc.h"
+#include "output/pbenc.h"
 
 static void expect_bytes(const struct strbuf *sb, const char *want, size_t len)
 {

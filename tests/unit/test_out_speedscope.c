@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out_speedscope.c: the exact document for a small profile, one
+/* Unit tests for user/output/out_speedscope.c: the exact document for a small profile, one
  * profile per thread, weights with and without a known period, and hostile names kept
  * valid JSON. */
 #include "test_out_fixture.h"
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 /* two threads; 101: main>work x3, main>idle x1; 202: main>work x5 */
 static struct fx *small_profile(void)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/out_svg.c: boxes laid out as a flame graph (root at the bottom, children
+/* Unit tests for user/output/out_svg.c: boxes laid out as a flame graph (root at the bottom, children
  * by name, counts and shares in the tooltips), thin boxes left out, hostile names kept as XML
  * text. With $PYWALK_SVG_PAIR set to a directory, the SVG and the folded output of one
  * profile are written there (pair.svg, pair.folded) for tests/e2e/test_svg.py to compare. */

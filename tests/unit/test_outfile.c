@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/outfile.c, the -o file opened as root: symbolic links planted at the
+/* Unit tests for user/output/outfile.c, the -o file opened as root: symbolic links planted at the
  * destination or in its directory part do not redirect the write, the temporary file is
  * close-on-exec, honours the umask and never outlives a failure, FIFOs and devices are
  * written in place and a FIFO without a reader fails at once. Most need root (lchown). */
@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "outfile.h"
+#include "output/outfile.h"
 
 #define VICTIM_TEXT "root-only victim\n"
 #define NOBODY 65534

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "probe.h"
+#include "trace/probe.h"
 
 static struct probe_spec p;
 static char why[512];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/pythreads.c over synthetic target memory: the objects of a 3.12
+/* Unit tests for user/pystate/pythreads.c over synthetic target memory: the objects of a 3.12
  * process (managed dicts with tagged values) and of a 3.13 one (inline values) built by
  * hand, from _PyRuntime to each Thread's _name and _native_id; a 2-byte-wide name; and
  * memory that lies (an entry count past its table, a name that is not a str, a pointer
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pythreads.h"
+#include "pystate/pythreads.h"
 
 #define BASE 0x100000ull
 #define MEM_SIZE 65536

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pyver.h"
+#include "inspect/pyver.h"
 
 static uint8_t dbg[1024];
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/serve_auth.c and user/serve_conns.c: the Host names a loopback
+/* Unit tests for user/agent/serve_auth.c and user/agent/serve_conns.c: the Host names a loopback
  * listener accepts, the bearer token comparison, the token file's checks, and which
  * connection is cut when the listener fills. */
 #define _GNU_SOURCE
@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "serve_auth.h"
-#include "serve_conns.h"
+#include "agent/serve_auth.h"
+#include "agent/serve_conns.h"
 
 static void test_host_names_this_listener_only(void **state)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "symindex.h"
+#include "symbolize/symindex.h"
 
 static struct symindex make(const struct sym_entry *src, size_t n)
 {

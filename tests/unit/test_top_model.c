@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for user/top_model.c: own and total counts per function (recursion counted
+/* Unit tests for user/top/top_model.c: own and total counts per function (recursion counted
  * once), intervals as differences between updates, whole-run totals, and the orders of
  * every sort key; then the same per (process, function) when rows are per process. Stacks
  * are built in an agg directly; function and process ids name themselves. */
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "agg.h"
-#include "top_model.h"
+#include "profile/agg.h"
+#include "top/top_model.h"
 
 /* function ids of the tests, and their names */
 enum { F_MODULE, F_MAIN, F_WORK, F_LEAF, F_REC, F__COUNT };

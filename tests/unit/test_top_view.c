@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the terminal-free parts of user/top_view.c: escaping of hostile names
+/* Unit tests for the terminal-free parts of user/top/top_view.c: escaping of hostile names
  * (no control byte may reach the terminal), cutting to a column budget, which columns fit
  * a terminal of a given width, and the heading and rows as they are drawn, with the process
  * column when rows are per process. No terminal is opened. */
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "escape.h"
-#include "top_view.h"
+#include "lib/escape.h"
+#include "top/top_view.h"
 
 #define ELLIPSIS "\xe2\x80\xa6"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 static void test_size_takes_bytes_and_binary_suffixes(void **state)
 {

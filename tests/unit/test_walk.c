@@ -28,7 +28,7 @@ static int mem_read(void *dst, uint32_t size, uint64_t addr)
 
 #define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
 #include "walk.h"
-#include "pyver.h"
+#include "inspect/pyver.h"
 
 static uint64_t mem_alloc(size_t size)
 {

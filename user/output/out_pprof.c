@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/* pprof: a gzipped perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto),
+ * what pprof, Pyroscope and Parca read. One Sample per interned (pid, tid) stack with values
+ * [samples/count, cpu/nanoseconds] (off_cpu/nanoseconds or wall/nanoseconds alone for
+ * --mode off-cpu and wall) and labels pid, tid, thread_name (the Python name, else the OS
+ * one), os_thread_name, block_reason on off-CPU stacks (plus process_name with
+ * several processes, ns_pid and container_id in a container); one Location per
+ * (function, line) frame; one Function per (qualname, file). Native and kernel frames get a
+ * Location per address, with the address as the target ran it and the Mapping it lies in
+ * (path and build-id; the kernel's is "[kernel.kallsyms]"), so pprof can symbolize them
+ * again. Thread and process root frames are not added: pprof keeps them as labels (`pprof
+ * -tagroot thread_name`). */
+#define _GNU_SOURCE /* asprintf */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "lib/pywalk.h"
+#include "output/out.h"
+#include "output/pbenc.h"
+#include "lib/strtab.h"
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+	VALUE_TYPE_TYPE = 1,
+	VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	LABEL_NUM = 3,
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+	FUNCTION_START_LINE = 5,
+};
+
+struct pprof {
+	const struct profile *p;
+	const struct out_pprof_opts *o;
+	uint8_t *used; /* agg frames the samples written use */
+	struct strtab *strs; /* string_table: index 0 must be "" */
+	struct strbuf out;   /* the Profile message */
+	struct strbuf msg;   /* scratch: one nested message */
+	struct strbuf sub;   /* scratch: a message nested in msg */
+	struct strbuf str;   /* scratch: a string made valid UTF-8 */
+	uint64_t *ids;	     /* scratch: location ids of a stack, leaf first */
+};
+
+/* String table index of s (as valid UTF-8, U+0000 as U+FFFD), or a negative errno. */
+static int64_t str_id(struct pprof *pp, const char *s)
+{
+	int err;
+
+	strbuf_reset(&pp->str);
+	err = escape_utf8(&pp->str, s);
+	if (err)
+		return err;
+	return strtab__intern(pp->strs, pp->str.buf ? pp->str.buf : "");
+}
+
+/* Append a message (already in `m`) as field `field` of `to`. */
+static int put_msg(struct strbuf *to, uint32_t field, const struct strbuf *m)
+{
+	return pb_bytes(to, field, m->buf, m->len);
+}
+
+static int put_value_type(struct pprof *pp, uint32_t field, const char *type, const char *unit)
+{
+	int64_t t = str_id(pp, type), u = str_id(pp, unit);
+
+	if (t < 0 || u < 0)
+		return t < 0 ? (int)t : (int)u;
+	strbuf_reset(&pp->msg);
+	if (pb_uint(&pp->msg, VALUE_TYPE_TYPE, t) || pb_uint(&pp->msg, VALUE_TYPE_UNIT, u))
+		return -ENOMEM;
+	return put_msg(&pp->out, field, &pp->msg);
+}
+
+/* A Label into pp->msg (the Sample being built): a string or a number. */
+static int put_label(struct pprof *pp, const char *key, const char *str, int64_t num)
+{
+	int64_t k = str_id(pp, key), s = str ? str_id(pp, str) : 0;
+
+	if (k < 0 || s < 0)
+		return k < 0 ? (int)k : (int)s;
+	strbuf_reset(&pp->sub);
+	if (pb_uint(&pp->sub, LABEL_KEY, k) || pb_uint(&pp->sub, LABEL_STR, s) ||
+	    (!str && pb_uint(&pp->sub, LABEL_NUM, (uint64_t)num)))
+		return -ENOMEM;
+	return put_msg(&pp->msg, SAMPLE_LABEL, &pp->sub);
+}
+
+/* What tells processes apart: its name (when the profile holds several), and in a
+ * container its namespace PID and the container id. */
+static int put_process_labels(struct pprof *pp, const struct profile_process *pr)
+{
+	int err = 0;
+
+	if (!pr)
+		return 0;
+	if (profile__opts(pp->p)->by_process)
+		err = put_label(pp, "process_name", pr->comm, 0);
+	if (!err && pr->nspid != pr->pid)
+		err = put_label(pp, "ns_pid", NULL, pr->nspid);
+	if (!err && pr->container[0])
+		err = put_label(pp, "container_id", pr->container, 0);
+	return err;
+}
+
+static int put_samples(struct pprof *pp)
+{
+	const struct agg *agg = profile__agg(pp->p);
+	uint64_t period_ns = profile__period_ns(pp->p);
+	int err = 0;
+
+	for (size_t i = 0; i < agg__nstacks(agg) && !err; i++) {
+		const struct agg_stack *s = agg__stack(agg, i);
+		const uint32_t *frames = agg__stack_frames(agg, s);
+		uint64_t values[PW_MAX_PROBES] = { s->count, s->count * period_ns };
+		uint32_t nprobes = profile__opts(pp->p)->nprobes;
+		/* off-cpu and wall counts are nanoseconds already: one value */
+		size_t nvalues = profile__counts_ns(pp->p) ? 1 : period_ns ? 2 : 1;
+		const char *reason;
+
+		if ((pp->o->proc >= 0 && s->proc != (uint32_t)pp->o->proc) ||
+		    (pp->o->pid > 0 && s->pid != (uint64_t)pp->o->pid))
+			continue;
+		/* pprof lists locations leaf first; agg keeps stacks root first */
+		for (uint32_t j = 0; j < s->nframes; j++) {
+			pp->ids[j] = (uint64_t)frames[s->nframes - 1 - j] + 1;
+			pp->used[frames[j]] = 1;
+		}
+		/* trace: one sample type per probe, a stack's value in its probe's column */
+		if (nprobes) {
+			memset(values, 0, sizeof(values));
+			if (s->probe >= 1 && s->probe <= nprobes && s->probe < PW_MAX_PROBES)
+				values[s->probe - 1] = s->count;
+			nvalues = nprobes;
+		}
+		strbuf_reset(&pp->msg);
+		err = pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
+		if (!err)
+			err = pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues);
+		if (!err)
+			err = put_label(pp, "pid", NULL, s->pid);
+		if (!err)
+			err = put_label(pp, pp->o->fleet ? "thread_id" : "tid", NULL, s->tid);
+		if (!err)
+			err = put_label(pp, "thread_name",
+					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
+		if (!err)
+			err = put_label(pp, "os_thread_name",
+					profile__proc_thread_os_name(pp->p, s->proc, s->tid), 0);
+		/* why an off-CPU stack was off CPU: its leaf pseudo-frame says it too */
+		if (!err && s->nframes &&
+		    (reason = profile__block_reason(pp->p, frames[s->nframes - 1])))
+			err = put_label(pp, "block_reason", reason, 0);
+		if (!err)
+			err = put_process_labels(pp, profile__process(pp->p, s->proc));
+		for (size_t l = 0; !err && l < pp->o->nlabels; l++)
+			err = put_label(pp, pp->o->labels[l][0], pp->o->labels[l][1], 0);
+		if (!err)
+			err = put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
+	}
+	return err;
+}
+
+/* The system name "file:qualname", which names a Python function uniquely. It must differ
+ * from the name: pprof treats a function whose two names are equal as not yet demangled and
+ * "simplifies" it as C++, cutting <...> and (...) out, so "<module>" or "<lambda>" would
+ * print as nothing (github.com/google/pprof internal/symbolizer, demangleSingleFunction). */
+static int64_t system_name(struct pprof *pp, const char *file, const char *name)
+{
+	int64_t id;
+	char *s;
+
+	if (asprintf(&s, "%s:%s", file, name) < 0)
+		return -ENOMEM;
+	id = str_id(pp, s);
+	free(s);
+	return id;
+}
+
+/* The build-id as pprof writes it: lowercase hex. */
+static int64_t build_id_str(struct pprof *pp, const struct symtab_mapping *m)
+{
+	char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
+
+	for (size_t i = 0; i < m->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	hex[2 * m->build_id_len] = 0;
+	return str_id(pp, hex);
+}
+
+/* The Mappings (id = mapping id) that the frames written lie in. */
+static int put_mappings(struct pprof *pp)
+{
+	const struct agg *agg = profile__agg(pp->p);
+	const struct symtab *st = profile__symtab(pp->p);
+	size_t nmaps = symtab__nmappings(st);
+	uint8_t *seen = calloc(nmaps ? nmaps : 1, 1);
+	int err = seen ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < agg__nframes(agg) && !err; i++) {
+		const struct agg_frame *fr = agg__frame(agg, i);
+		const struct symtab_mapping *m = symtab__mapping_at(st, fr->map);
+		int64_t file, bid;
+
+		if (!pp->used[i] || !m || seen[fr->map])
+			continue;
+		seen[fr->map] = 1;
+		file = str_id(pp, m->path);
+		bid = build_id_str(pp, m);
+		if (file < 0 || bid < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		strbuf_reset(&pp->msg);
+		if (pb_uint(&pp->msg, MAPPING_ID, fr->map) ||
+		    pb_uint(&pp->msg, MAPPING_MEMORY_START, m->start) ||
+		    pb_uint(&pp->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
+		    pb_uint(&pp->msg, MAPPING_FILE_OFFSET, m->offset) ||
+		    pb_uint(&pp->msg, MAPPING_FILENAME, file) ||
+		    (bid && pb_uint(&pp->msg, MAPPING_BUILD_ID, bid)) ||
+		    pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1) ||
+		    put_msg(&pp->out, PROFILE_MAPPING, &pp->msg))
+			err = -ENOMEM;
+	}
+	free(seen);
+	return err;
+}
+
+/* A Function's system name: a Python function's "file:qualname"; machine code's own name
+ * (pprof demangles a C++ name whose two names are equal, which is what it is for). */
+static int64_t function_system_name(struct pprof *pp, const struct symtab *st, uint32_t func)
+{
+	if (frame_kind_is_machine(symtab__func_kind(st, func)))
+		return str_id(pp, symtab__func_name(st, func));
+	return system_name(pp, symtab__func_file(st, func), symtab__func_name(st, func));
+}
+
+/* Locations (id = agg frame id + 1) and the Functions they use (id = function id + 1). */
+static int put_locations(struct pprof *pp)
+{
+	const struct agg *agg = profile__agg(pp->p);
+	const struct symtab *st = profile__symtab(pp->p);
+	size_t nframes = agg__nframes(agg), nseen = 0, i;
+	uint8_t *seen = NULL;
+	int err = 0;
+
+	for (i = 0; i < nframes; i++)
+		if (agg__frame(agg, i)->func >= nseen)
+			nseen = (size_t)agg__frame(agg, i)->func + 1;
+	seen = calloc(nseen ? nseen : 1, 1);
+	if (!seen)
+		return -ENOMEM;
+	for (i = 0; i < nframes && !err; i++) {
+		const struct agg_frame *fr = agg__frame(agg, i);
+		int64_t name, file, sysname;
+
+		if (!pp->used[i])
+			continue; /* a frame of another process's stacks only */
+		strbuf_reset(&pp->sub);
+		strbuf_reset(&pp->msg);
+		/* a negative line is garbage from the line table: leave it unknown (0) */
+		if (pb_uint(&pp->sub, LINE_FUNCTION_ID, (uint64_t)fr->func + 1) ||
+		    pb_uint(&pp->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
+		    pb_uint(&pp->msg, LOCATION_ID, i + 1) ||
+		    (fr->map && pb_uint(&pp->msg, LOCATION_MAPPING_ID, fr->map)) ||
+		    (fr->addr && pb_uint(&pp->msg, LOCATION_ADDRESS, fr->addr)) ||
+		    put_msg(&pp->msg, LOCATION_LINE, &pp->sub) ||
+		    put_msg(&pp->out, PROFILE_LOCATION, &pp->msg)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (seen[fr->func])
+			continue;
+		seen[fr->func] = 1;
+		name = str_id(pp, symtab__func_name(st, fr->func));
+		file = str_id(pp, symtab__func_file(st, fr->func));
+		sysname = function_system_name(pp, st, fr->func);
+		if (name < 0 || file < 0 || sysname < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		strbuf_reset(&pp->msg);
+		if (pb_uint(&pp->msg, FUNCTION_ID, (uint64_t)fr->func + 1) ||
+		    pb_uint(&pp->msg, FUNCTION_NAME, name) ||
+		    pb_uint(&pp->msg, FUNCTION_SYSTEM_NAME, sysname) ||
+		    pb_uint(&pp->msg, FUNCTION_FILENAME, file) ||
+		    pb_uint(&pp->msg, FUNCTION_START_LINE,
+			    (uint64_t)(int64_t)symtab__func_firstline(st, fr->func)) ||
+		    put_msg(&pp->out, PROFILE_FUNCTION, &pp->msg))
+			err = -ENOMEM;
+	}
+	free(seen);
+	return err;
+}
+
+/* Profile-level fields; the string table goes last, once every string is known. */
+static int put_header(struct pprof *pp)
+{
+	const struct profile_sampling *smp = profile__sampling(pp->p);
+	uint64_t period_ns = profile__period_ns(pp->p);
+	int64_t comment;
+	int err;
+
+	const struct profile_opts *po = profile__opts(pp->p);
+
+	if (profile__counts_ns(pp->p)) {
+		const char *name = profile__value_name(pp->p);
+
+		/* off_cpu/nanoseconds or wall/nanoseconds: the only value, period 1 ns */
+		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, name, "nanoseconds");
+		if (!err)
+			err = put_value_type(pp, PROFILE_PERIOD_TYPE, name, "nanoseconds");
+		if (!err)
+			err = pb_uint(&pp->out, PROFILE_PERIOD, 1);
+		goto times;
+	}
+	/* trace: each probe's hits (count) or time inside (nanoseconds, --latency) */
+	if (po->nprobes) {
+		err = 0;
+		for (uint32_t i = 1; i <= po->nprobes && i < PW_MAX_PROBES && !err; i++)
+			err = put_value_type(pp, PROFILE_SAMPLE_TYPE,
+					     po->probe_names[i] ? po->probe_names[i] : "?",
+					     po->probe_ns[i] ? "nanoseconds" : "count");
+		period_ns = 0;
+	} else {
+		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
+	}
+	if (!err && period_ns)
+		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	if (!err && period_ns) {
+		err = put_value_type(pp, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+		if (!err)
+			err = pb_uint(&pp->out, PROFILE_PERIOD, period_ns);
+		/* "cpu" is in the table already: the value type above added it */
+		if (!err)
+			err = pb_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE,
+				      (uint64_t)str_id(pp, "cpu"));
+	}
+times:
+	if (!err)
+		err = pb_uint(&pp->out, PROFILE_TIME_NANOS, smp->start_ns);
+	if (!err)
+		err = pb_uint(&pp->out, PROFILE_DURATION_NANOS, profile__duration_ns(pp->p));
+	comment = str_id(pp, "pywalk " PYWALK_VERSION);
+	if (!err && comment < 0)
+		err = (int)comment;
+	if (!err)
+		err = pb_uint(&pp->out, PROFILE_COMMENT, comment);
+	return err;
+}
+
+/* gzip (RFC 1952) `len` bytes to f through zlib; pprof reads gzipped or raw protobuf. */
+static int gzip_write(FILE *f, const void *data, size_t len)
+{
+	z_stream zs = { 0 };
+	unsigned char chunk[64 * 1024];
+	size_t n;
+	int err = 0, zerr;
+
+	/* windowBits 15 + 16 asks zlib for a gzip header and trailer instead of zlib's */
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+		return -ENOMEM;
+	zs.next_in = (unsigned char *)data;
+	zs.avail_in = 0;
+	do {
+		/* feed at most UINT_MAX bytes at a time: avail_in is an unsigned int */
+		if (!zs.avail_in && len) {
+			zs.avail_in = len > 0x40000000 ? 0x40000000 : (unsigned int)len;
+			len -= zs.avail_in;
+		}
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		zerr = deflate(&zs, len || zs.avail_in ? Z_NO_FLUSH : Z_FINISH);
+		if (zerr == Z_STREAM_ERROR) {
+			err = -EINVAL;
+			break;
+		}
+		n = sizeof(chunk) - zs.avail_out;
+		if (fwrite(chunk, 1, n, f) != n) {
+			err = -EIO;
+			break;
+		}
+	} while (zerr != Z_STREAM_END);
+	deflateEnd(&zs);
+	return err;
+}
+
+int out_pprof_write(FILE *f, const struct profile *p)
+{
+	static const struct out_pprof_opts all = { .proc = -1 };
+
+	return out_pprof_write_opts(f, p, &all);
+}
+
+int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o)
+{
+	struct pprof pp = { .p = p, .o = o };
+	const struct agg *agg = profile__agg(p);
+	size_t maxdepth = 1, i;
+	int err = 0;
+
+	for (i = 0; i < agg__nstacks(agg); i++)
+		if (agg__stack(agg, i)->nframes > maxdepth)
+			maxdepth = agg__stack(agg, i)->nframes;
+	pp.strs = strtab__new();
+	pp.ids = calloc(maxdepth, sizeof(*pp.ids));
+	pp.used = calloc(agg__nframes(agg) ? agg__nframes(agg) : 1, 1);
+	if (!pp.strs || !pp.ids || !pp.used || strtab__intern(pp.strs, "") != 0)
+		err = -ENOMEM;
+	if (!err)
+		err = put_header(&pp);
+	if (!err)
+		err = put_samples(&pp);
+	if (!err)
+		err = put_mappings(&pp);
+	if (!err)
+		err = put_locations(&pp);
+	for (i = 0; !err && i < strtab__count(pp.strs); i++) {
+		const char *s = strtab__get(pp.strs, i);
+
+		err = pb_bytes(&pp.out, PROFILE_STRING_TABLE, s, strlen(s));
+	}
+	if (!err)
+		err = gzip_write(f, pp.out.buf, pp.out.len);
+	if (!err && ferror(f))
+		err = -EIO;
+	strtab__free(pp.strs);
+	free(pp.ids);
+	free(pp.used);
+	strbuf_free(&pp.out);
+	strbuf_free(&pp.msg);
+	strbuf_free(&pp.sub);
+	strbuf_free(&pp.str);
+	return err;
+}
