@@ -22,6 +22,7 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
 Tools: prometheus and promtool (prometheus), go (golang-go), systemd-analyze; installed by
 scripts/install-deps.sh. A missing one fails under CI and skips elsewhere.
 """
+import calendar
 import contextlib
 import glob
 import json
@@ -306,13 +307,16 @@ def export_dir(tmp_path, name="export"):
 
 
 def wait_for(cond, timeout, what):
+    """cond()'s first true value, polled; `what` may be a callable, to show the state at
+    the end."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = cond()
         if v:
             return v
         time.sleep(0.1)
-    raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+    raise AssertionError("timed out after %.0f s waiting for %s" % (
+        timeout, what() if callable(what) else what))
 
 
 # --- metrics and a real Prometheus --------------------------------------------------
@@ -382,22 +386,32 @@ def test_prometheus_scrapes_the_agent(pywalk, interp, start_target, agents, tmp_
 
     try:
         wait_for(lambda: _ready(prom_port), 60, "prometheus ready\n" + prom_log_text())
-        seen = []
-        for _ in range(5):
-            shipped = wait_for(lambda: query('pywalk_samples_total{outcome="shipped"}'),
-                               30, "a scrape of pywalk_samples_total\n" + prom_log_text())
-            seen.append(shipped["shipped"])
-            time.sleep(1.5)
-        assert all(b > a for a, b in zip(seen, seen[1:])), \
-            "pywalk_samples_total{outcome=shipped} did not rise: %s" % seen
+        seen = [-1.0]
+
+        def rose():
+            got = query('pywalk_samples_total{outcome="shipped"}').get("shipped")
+            return got if got is not None and got > seen[-1] else None
+
+        for _ in range(5):  # five scrapes, each above the one before
+            seen.append(wait_for(rose, 30, lambda: "pywalk_samples_total{outcome=shipped} "
+                                 "rising past %s\n%s" % (seen[-1], prom_log_text())))
+        seen = seen[1:]
         up = query('up{job="pywalk"}')
         assert list(up.values()) == [1.0], up
         # stop the workload: the counts stand still, and Prometheus's last scrape is the
         # agent's own figure
         os.killpg(t.proc.pid, signal.SIGSTOP)
-        time.sleep(3.5)  # a metrics refresh (1 s) and two scrapes later
-        own = metric(ag.metrics(), "pywalk_samples_total", outcome="shipped")
-        scraped = query('pywalk_samples_total{outcome="shipped"}')["shipped"]
+        at_rest = []
+
+        def settled():
+            own = metric(ag.metrics(), "pywalk_samples_total", outcome="shipped")
+            scraped = query('pywalk_samples_total{outcome="shipped"}').get("shipped")
+            at_rest.append((own, scraped))
+            # two reads of the agent alike, and Prometheus's last scrape the same
+            return len(at_rest) > 1 and at_rest[-2][0] == own == scraped and (own, scraped)
+
+        own, scraped = wait_for(settled, 30, lambda: "the stopped workload's count scraped: %s"
+                                 % at_rest[-3:])
         outcomes = sum(query("pywalk_samples_total").values())
         runs = list(query("pywalk_sampler_runs_total").values())[0]
         rc, _ = ag.stop()
@@ -498,7 +512,8 @@ def test_sigterm_ends_a_pull_in_progress(pywalk, interp, start_target, agents, t
 
     th = threading.Thread(target=pull)
     th.start()
-    time.sleep(1.5)
+    wait_for(lambda: metric(ag.metrics(), "pywalk_pulls_in_progress") == 1, 15,
+             "the pull in progress")
     rc, took = ag.stop(signal.SIGTERM)
     th.join(10)
     print("SIGTERM during a 60 s pull: exit %d after %.2f s, the pull got %s" % (
@@ -516,9 +531,14 @@ def test_pull_is_a_tap_the_windows_still_add_up(pywalk, interp, start_target, ag
     t = start_target(interp)
     d = export_dir(tmp_path)
     ag = agents(pywalk, ["-p", t.pid, "--interval", "2s", "--export-dir", d], tmp_path)
-    time.sleep(1)
+    def shipped_now():
+        return metric(ag.metrics(), "pywalk_samples_total", outcome="shipped")
+
+    # samples before the pull and after it: the windows must hold more than the pull
+    wait_for(shipped_now, 30, "samples shipped before the pull")
     pulled = Raw(pprof_raw(go_env, ag.url + "/debug/pprof/profile?seconds=4"))
-    time.sleep(1)
+    after_pull = shipped_now()
+    wait_for(lambda: shipped_now() > after_pull, 30, "samples shipped after the pull")
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()
     shipped, not_counted = ag.summary()
@@ -912,6 +932,17 @@ def test_command_line_wins_over_the_config_file(pywalk, interp, start_target, ag
     assert set(l["host"] for _, _, l in raw.samples) == {"from-cmdline"}
 
 
+def window_stamps(d):
+    """Seconds since the epoch each window file of `d` is named by, in order."""
+    out = []
+    for n in sorted(exported(d)):
+        m = re.match(r"(\d{8}T\d{6})\.(\d{3})Z-", n)
+        assert m, "not a window's name: %r" % n
+        out.append(calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S")) +
+                   int(m.group(2)) / 1000)
+    return out
+
+
 def window_totals(go_env, d):
     return [(n, Raw(pprof_raw(go_env, p))) for n, p in sorted(exported(d).items())]
 
@@ -931,21 +962,29 @@ def test_sighup_reloads_and_loses_no_window(pywalk, interp, start_target, agents
     assert len(exported(d1)) == 1, sorted(exported(d1))
     conf.write_text("pid = %d\nexport-dir = %s\ninterval = 1s\n" % (t.pid, d2))
     ag.send(signal.SIGHUP)
-    wait_for(lambda: len(exported(d1)) == 2, 3, "the window of the SIGHUP in %s" % d1)
-    time.sleep(3.5)
-    in_d2 = len(exported(d2))
-    assert 3 <= in_d2 <= 5, "--interval 1s after SIGHUP: %d files in 3.5 s" % in_d2
+    wait_for(lambda: len(exported(d1)) == 2, 10, "the window of the SIGHUP in %s" % d1)
+    in_d2 = wait_for(lambda: len(exported(d2)) >= 3 and len(exported(d2)), 30,
+                     lambda: "three windows in %s: %s" % (d2, sorted(exported(d2))))
+    # the new interval, from the windows' own times rather than from how many fit a wait
+    stamps = window_stamps(d2)
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]))
+    assert 0.5 <= gaps[len(gaps) // 2] <= 1.5, "--interval 1s after SIGHUP: gaps %s" % gaps
     # a config that does not parse, then one that cannot be applied: the old one stays
     conf.write_text("pid = %d\nexport-dir = %s\nintervall = 1s\n" % (t.pid, bad))
     ag.send(signal.SIGHUP)
-    time.sleep(2)
+    wait_for(lambda: ag.stderr().count("keeping the old one") == 1, 15, ag.stderr)
     conf.write_text("pid = %d\nexport-dir = %s\ninterval = 1s\n" % (t.pid, bad))
     ag.send(signal.SIGHUP)
-    time.sleep(2.5)
+    wait_for(lambda: ag.stderr().count("keeping the old one") == 2, 15, ag.stderr)
+    wait_for(lambda: len(exported(d2)) >= in_d2 + 3, 30, "the old config exporting on")
     assert ag.proc.poll() is None, "an invalid config stopped the agent:\n" + ag.stderr()
-    assert len(exported(d2)) >= in_d2 + 3, "the old config stopped exporting"
     assert os.listdir(bad) == []
-    m = ag.metrics()  # the listener is back after each reload
+    # the listener is back after each reload, and its counter of windows went on through
+    # them: it catches up with the files written (metrics are refreshed each second)
+    m = wait_for(lambda: (lambda m: metric(m, "pywalk_windows_total") >=
+                          len(exported(d1)) + len(exported(d2)) and m)(ag.metrics()), 15,
+                 lambda: "pywalk_windows_total >= the %d files written" % (
+                     len(exported(d1)) + len(exported(d2))))
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()
     err = ag.stderr()
@@ -958,8 +997,6 @@ def test_sighup_reloads_and_loses_no_window(pywalk, interp, start_target, agents
           "windows_total %d" % (len(w1), len(w2), total, shipped, not_counted,
                                 metric(m, "pywalk_windows_total")))
     assert total + not_counted == shipped, (total, not_counted, shipped)
-    assert metric(m, "pywalk_windows_total") >= len(w1) + len(w2) - 1, \
-        "the windows counter started over at a reload"
 
 
 @pytest.mark.core_only
@@ -1166,7 +1203,8 @@ def test_service_rules_and_the_environment(pywalk, interp, start_target, agents,
                          "--export-dir", d, "--service", "nomatch*=wrong",
                          "--service", "known_*=web", "--service", "known_shape=second"],
                 tmp_path, metrics=False)
-    time.sleep(3)
+    wait_for(lambda: {int(NAME_RE.match(n).group(3)) for n in exported(d)} >= set(pids), 30,
+             lambda: "a window of each of %s in %s: %s" % (pids, d, sorted(exported(d))))
     rc, _ = ag.stop()
     assert rc == 0, ag.stderr()
     want = {plain.pid: "web"}
