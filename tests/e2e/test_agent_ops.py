@@ -406,9 +406,11 @@ def test_prometheus_scrapes_the_agent(pywalk, interp, start_target, agents, tmp_
         def settled():
             own = metric(ag.metrics(), "pywalk_samples_total", outcome="shipped")
             scraped = query('pywalk_samples_total{outcome="shipped"}').get("shipped")
-            at_rest.append((own, scraped))
-            # two reads of the agent alike, and Prometheus's last scrape the same
-            return len(at_rest) > 1 and at_rest[-2][0] == own == scraped and (own, scraped)
+            now = time.monotonic()
+            if not at_rest or at_rest[-1][:2] != (own, scraped):
+                at_rest.append((own, scraped, now))
+            # unchanged across two of the agent's 1 s metrics refreshes, and scraped
+            return own == scraped and now - at_rest[-1][2] >= 2.5 and (own, scraped)
 
         own, scraped = wait_for(settled, 30, lambda: "the stopped workload's count scraped: %s"
                                  % at_rest[-3:])
