@@ -49,7 +49,7 @@ LIB_OBJS := $(filter-out $(O)/user/cmd/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all check test e2e soak bench install deb clean lint format deps interpreters demo \
+.PHONY: all check test test-long e2e soak bench install deb clean lint format deps interpreters demo \
 	fuzz fuzz-smoke fuzz-seeds
 .DELETE_ON_ERROR:
 .SECONDARY:
@@ -106,13 +106,20 @@ check: $(UNIT_BINS)
 	$(Q)$(PYTHON) scripts/check-layers.py
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
+# make test's end-to-end part leaves out the soak and scale cases (marked long): they
+# run for minutes each, in make test-long.
+E2E_SELECT ?= -m "not long"
 e2e: $(O)/pywalk interpreters
 	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e \
-		$(PYTEST_ARGS)
+		$(E2E_SELECT) $(PYTEST_ARGS)
+
+# The soak and scale cases alone (README: Tests), at the lengths make test once ran them.
+test-long: $(O)/pywalk interpreters
+	$(Q)$(MAKE) --no-print-directory e2e E2E_SELECT='-m long'
 
 # The soak test alone and long (README: Tests): pywalk's memory under code-object and
-# process churn, and the agent's under --all with churn, SOAK_SECONDS a case (make test
-# runs them for 40 s a case, the agent's for 120 s); figures in
+# process churn, and the agent's under --all with churn, SOAK_SECONDS a case (make
+# test-long runs them for 40 s a case, the agent's for 120 s); figures in
 # $(O)/soak.txt.
 SOAK_SECONDS ?= 600
 soak: $(O)/pywalk

@@ -52,6 +52,8 @@ def pytest_sessionfinish(session):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "core_only: run on the core interpreter only")
+    config.addinivalue_line("markers", "long: soak and scale cases, run by make test-long "
+                            "(make test deselects them)")
     # Always print skip reasons (missing interpreters, unsupported versions, no root).
     chars = config.option.reportchars or ""
     if "s" not in chars and "a" not in chars and "A" not in chars:

@@ -16,7 +16,7 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
   command line wins; SIGHUP exports the current window and takes the new settings, an
   invalid new config keeps the old one; SIGTERM/SIGINT export the last window, exit 0.
 * soak: --all with code and process churn, RSS and open descriptors flat after warm-up
-  (SOAK_SECONDS, 120 by default; `make soak` runs it longer).
+  (SOAK_SECONDS, 120 by default, in `make test-long`; `make soak` runs it longer).
 * the systemd unit passes systemd-analyze verify.
 
 Tools: prometheus and promtool (prometheus), go (golang-go), systemd-analyze; installed by
@@ -1031,6 +1031,7 @@ def fit_slope(points):
     return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
 
 
+@pytest.mark.long
 @pytest.mark.core_only
 def test_agent_soak_rss_and_fds_flat(pywalk, interp, start_target, agents, tmp_path):
     """--all at 99 Hz with a 2 s window, code and process churn (10 children and 10
@@ -1103,6 +1104,7 @@ NAME_CHURN = [
 ]
 
 
+@pytest.mark.long
 @pytest.mark.core_only
 @pytest.mark.parametrize("target_args,agent_args,whom", NAME_CHURN)
 def test_agent_soak_names_churn_rss_flat(pywalk, interp, start_target, agents, tmp_path,

@@ -6,7 +6,7 @@ tests/targets/code_churn.py makes, for nearly every sample, a code object pywalk
 seen (a line table past what a code record carries, addresses freed and reused; four
 names shared by all the copies), and on request starts short Python processes (children
 and forks) all the time. pywalk records it (-p PID --subprocesses, 999 Hz, -o /dev/null,
--v for its figures) for SOAK_SECONDS per case (40 by default, as part of `make test`;
+-v for its figures) for SOAK_SECONDS per case (40 by default, as part of `make test-long`;
 `make soak`: 600) while its VmRSS is read every second. A line is fitted over the second
 half of the run (after the warm-up: the caches full); the test requires slope x
 SOAK_SECONDS below what may grow, and the peak below the RSS at 1 s + the budget + an
@@ -106,6 +106,7 @@ def record(pywalk, pid, budget, seconds):
         return p.returncode, err.read(), rss
 
 
+@pytest.mark.long
 @pytest.mark.core_only
 @pytest.mark.parametrize("names,churn,budget,longest", CASES)
 def test_rss_stops_growing_once_the_caches_are_full(pywalk, interp, start_target, names,
