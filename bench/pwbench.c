@@ -141,11 +141,13 @@ static int snapshot_take(const struct target *t, pid_t tid, __u32 max_depth,
 	}
 	recording = NULL;
 	if (err || w.outcome != PW_OUT_SHIPPED || recording_overflow) {
-		snprintf(why, why_size, "walking PID %d from userspace did not give a shippable "
-					"stack (err %d, outcome %s, plan overflow %d)",
+		snprintf(why, why_size,
+			 "walking PID %d from userspace did not give a shippable "
+			 "stack (err %d, outcome %s, plan overflow %d)",
 			 t->pid, err,
-			 err ? "-" :
-			 w.outcome < PW_OUT__COUNT ? outcome_names[w.outcome] : "CONTINUE",
+			 err			     ? "-"
+			 : w.outcome < PW_OUT__COUNT ? outcome_names[w.outcome]
+						     : "CONTINUE",
 			 recording_overflow);
 		return -EPROTO;
 	}
@@ -325,8 +327,7 @@ static void print_prog(const char *name, int prog_fd, const struct prog_stats *r
 	prog_stats_read(prog_fd, &st, &info);
 	printf("\"%s\": {\"prog\": \"%s\", \"verified_insns\": %u, \"xlated_insns\": %u, "
 	       "\"jited_bytes\": %u, \"rounds\": [",
-	       name, info.name, info.verified_insns, info.xlated_prog_len / 8,
-	       info.jited_prog_len);
+	       name, info.name, info.verified_insns, info.xlated_prog_len / 8, info.jited_prog_len);
 	for (__u32 i = 0; i < n; i++)
 		printf("%s[%llu, %llu]", i ? ", " : "", (unsigned long long)rounds[i].run_cnt,
 		       (unsigned long long)rounds[i].run_time_ns);
@@ -428,14 +429,14 @@ static int measure(const struct opts *o)
 	rbc.records = rbc.wrong_depth = 0;
 	for (__u32 r = 0; !err && r < o->rounds; r++) {
 		if (r % 2 == 0 || o->exit_path)
-			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms,
-					rb, &walk_rounds[r]);
+			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms, rb,
+					&walk_rounds[r]);
 		if (!err && !o->exit_path)
-			err = run_round(floor_fd, o->pid, o->freq_hz, o->round_ms,
-					NULL, &floor_rounds[r]);
+			err = run_round(floor_fd, o->pid, o->freq_hz, o->round_ms, NULL,
+					&floor_rounds[r]);
 		if (!err && r % 2 == 1 && !o->exit_path)
-			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms,
-					rb, &walk_rounds[r]);
+			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms, rb,
+					&walk_rounds[r]);
 	}
 	if (!err)
 		err = outcomes_read(skel, out1);
@@ -590,21 +591,22 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: pwbench bpfcost -p PID [options]   # walk vs reads-only floor\n"
-		   "       pwbench exitcost -p PID [options]  # early exit, PID not profiled\n"
-		   "       pwbench progcost -p PID --prog-id ID # a loaded program (bpftrace's)\n"
-		   "       pwbench hold [-F HZ]               # empty program, every CPU, until ^C\n\n"
-		   "Prints one JSON line: per round, run_cnt and run_time_ns of pywalk's\n"
-		   "program (and of the floor), attached to a perf event of PID only.\n\n"
-		   "Options:\n"
-		   "  -p, --pid PID         process (bpfcost: a Python whose main thread's stack\n"
-		   "                        does not change, e.g. bench/workload.py depth)\n"
-		   "  -F, --frequency HZ    samples per second (default 999)\n"
-		   "  -n, --rounds N        rounds per program (default 5)\n"
-		   "  -t, --round-ms MS     length of one round (default 1000)\n"
-		   "      --max-depth N     pywalk's --max-depth (default %d)\n"
-		   "      --prog-id ID      progcost: id of a loaded perf_event program\n"
-		   "      --kernel          bpfcost: pywalk's --kernel (kernel stack per sample)\n",
+	fprintf(f,
+		"Usage: pwbench bpfcost -p PID [options]   # walk vs reads-only floor\n"
+		"       pwbench exitcost -p PID [options]  # early exit, PID not profiled\n"
+		"       pwbench progcost -p PID --prog-id ID # a loaded program (bpftrace's)\n"
+		"       pwbench hold [-F HZ]               # empty program, every CPU, until ^C\n\n"
+		"Prints one JSON line: per round, run_cnt and run_time_ns of pywalk's\n"
+		"program (and of the floor), attached to a perf event of PID only.\n\n"
+		"Options:\n"
+		"  -p, --pid PID         process (bpfcost: a Python whose main thread's stack\n"
+		"                        does not change, e.g. bench/workload.py depth)\n"
+		"  -F, --frequency HZ    samples per second (default 999)\n"
+		"  -n, --rounds N        rounds per program (default 5)\n"
+		"  -t, --round-ms MS     length of one round (default 1000)\n"
+		"      --max-depth N     pywalk's --max-depth (default %d)\n"
+		"      --prog-id ID      progcost: id of a loaded perf_event program\n"
+		"      --kernel          bpfcost: pywalk's --kernel (kernel stack per sample)\n",
 		PW_DEFAULT_MAX_DEPTH);
 }
 
@@ -621,8 +623,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct opts o = { .freq_hz = 999, .rounds = 5, .round_ms = 1000,
-			  .max_depth = PW_DEFAULT_MAX_DEPTH };
+	struct opts o = {
+		.freq_hz = 999, .rounds = 5, .round_ms = 1000, .max_depth = PW_DEFAULT_MAX_DEPTH
+	};
 	__u32 pid = 0;
 	int c, bad = 0;
 

@@ -22,65 +22,65 @@
 
 /* Every perf event ends in exactly one outcome (doc/design.md, "What must hold"). One list defines the
  * codes and their printed labels so a new reason cannot be added in one place only. */
-#define PW_OUTCOMES(X)                                                 \
-	X(SHIPPED, "shipped")                                          \
-	X(NOT_TARGET, "not a target process")                          \
-	X(FILTERED, "filtered out (--filter)")                         \
-	X(NOT_PYTHON, "not python")                                    \
-	X(NO_TSTATE, "no thread state")                                \
-	X(EMPTY, "empty stack")                                        \
-	X(TORN, "rejected: torn chain")                                \
-	X(CYCLE, "rejected: cycle")                                    \
-	X(DEPTH, "rejected: depth bound")                              \
-	X(READ_FAULT, "rejected: read fault")                          \
-	X(BAD_FRAME, "rejected: bad frame")                            \
-	X(BAD_TLBC, "rejected: no bytecode copy")                      \
-	X(KSTACK_FAULT, "rejected: no kernel stack")                   \
-	X(LOST, "lost (ring buffer full)")                             \
-	X(NESTED, "lost (interrupted a walk)")                         \
+#define PW_OUTCOMES(X)                               \
+	X(SHIPPED, "shipped")                        \
+	X(NOT_TARGET, "not a target process")        \
+	X(FILTERED, "filtered out (--filter)")       \
+	X(NOT_PYTHON, "not python")                  \
+	X(NO_TSTATE, "no thread state")              \
+	X(EMPTY, "empty stack")                      \
+	X(TORN, "rejected: torn chain")              \
+	X(CYCLE, "rejected: cycle")                  \
+	X(DEPTH, "rejected: depth bound")            \
+	X(READ_FAULT, "rejected: read fault")        \
+	X(BAD_FRAME, "rejected: bad frame")          \
+	X(BAD_TLBC, "rejected: no bytecode copy")    \
+	X(KSTACK_FAULT, "rejected: no kernel stack") \
+	X(LOST, "lost (ring buffer full)")           \
+	X(NESTED, "lost (interrupted a walk)")       \
 	X(AGG_FULL, "lost (aggregate map full)")
 
 enum pw_outcome {
 #define PW_X_ENUM(name, label) PW_OUT_##name,
 	PW_OUTCOMES(PW_X_ENUM)
 #undef PW_X_ENUM
-	PW_OUT__COUNT,
+		PW_OUT__COUNT,
 	/* Not an outcome: a walk still in progress. */
 	PW_OUT__CONTINUE = 0xff,
 };
 
 /* Counters beside the outcomes, in the same per-CPU array after PW_OUT__COUNT. */
-#define PW_COUNTERS(X)                                                                   \
-	X(RUNS, "sampler runs")                                                          \
-	X(CODE_SENT, "code records shipped")                                             \
-	X(CODE_LOST, "code records lost (ring buffer full)")                             \
-	X(CODE_UNREADABLE, "code objects unreadable at sample time")                     \
-	X(PROC_SENT, "process events shipped")                                           \
-	X(PROC_LOST, "process events lost (ring buffer full)")                           \
-	X(PROC_FULL, "fork children not followed (process map full)")                    \
-	X(LATENCY_ENTRIES, "latency entries")                                            \
-	X(LATENCY_DEEP, "latency entries nested too deep to pair")                       \
-	X(LATENCY_UNPAIRED, "latency returns without their entry")                      \
-	X(OFFCPU_RESUMED, "off-CPU: blocked threads that ran again")                     \
-	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")                   \
-	X(OFFCPU_DEFERRED, "off-CPU: waits in a system call, walked at its exit if long")  \
-	X(OFFCPU_SHORT, "off-CPU: waits shorter than --min-block, not walked")             \
-	X(OFFCPU_UNATTRIBUTED, "off-CPU: long waits whose system call exit was not seen")   \
+#define PW_COUNTERS(X)                                                                       \
+	X(RUNS, "sampler runs")                                                              \
+	X(CODE_SENT, "code records shipped")                                                 \
+	X(CODE_LOST, "code records lost (ring buffer full)")                                 \
+	X(CODE_UNREADABLE, "code objects unreadable at sample time")                         \
+	X(PROC_SENT, "process events shipped")                                               \
+	X(PROC_LOST, "process events lost (ring buffer full)")                               \
+	X(PROC_FULL, "fork children not followed (process map full)")                        \
+	X(LATENCY_ENTRIES, "latency entries")                                                \
+	X(LATENCY_DEEP, "latency entries nested too deep to pair")                           \
+	X(LATENCY_UNPAIRED, "latency returns without their entry")                           \
+	X(OFFCPU_RESUMED, "off-CPU: blocked threads that ran again")                         \
+	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")                       \
+	X(OFFCPU_DEFERRED, "off-CPU: waits in a system call, walked at its exit if long")    \
+	X(OFFCPU_SHORT, "off-CPU: waits shorter than --min-block, not walked")               \
+	X(OFFCPU_UNATTRIBUTED, "off-CPU: long waits whose system call exit was not seen")    \
 	X(OFFCPU_PREEMPTIONS, "off-CPU: preemptions, not walked (off-cpu with --min-block)") \
-	X(OFFCPU_NS_PREEMPTED, "off-CPU: ns preempted, walked at the syscall exit")        \
-	X(OFFCPU_NS_SLEEP, "off-CPU: ns sleeping, walked at the syscall exit")             \
-	X(OFFCPU_NS_IO, "off-CPU: ns uninterruptible, walked at the syscall exit")         \
-	X(OFFCPU_NS_OTHER, "off-CPU: ns other, walked at the syscall exit")              \
-	X(AGG_COUNTED, "--aggregate: hits counted in the kernel")                         \
-	X(AGG_FIRST, "--aggregate: hits shipped as the first of their stack")             \
-	X(AGG_DEEP, "--aggregate: hits shipped whole, deeper than the kernel keeps")      \
+	X(OFFCPU_NS_PREEMPTED, "off-CPU: ns preempted, walked at the syscall exit")          \
+	X(OFFCPU_NS_SLEEP, "off-CPU: ns sleeping, walked at the syscall exit")               \
+	X(OFFCPU_NS_IO, "off-CPU: ns uninterruptible, walked at the syscall exit")           \
+	X(OFFCPU_NS_OTHER, "off-CPU: ns other, walked at the syscall exit")                  \
+	X(AGG_COUNTED, "--aggregate: hits counted in the kernel")                            \
+	X(AGG_FIRST, "--aggregate: hits shipped as the first of their stack")                \
+	X(AGG_DEEP, "--aggregate: hits shipped whole, deeper than the kernel keeps")         \
 	X(AGG_COLLISION, "--aggregate: hits shipped whole, their stack's hash taken")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,
 	PW_COUNTERS(PW_X_COUNTER)
 #undef PW_X_COUNTER
-	PW_CNT__COUNT,
+		PW_CNT__COUNT,
 };
 
 /* Index of counter `c` in the `outcomes` map. */
@@ -91,7 +91,7 @@ enum pw_counter {
  * `trace` probes. Each has its own row of PW_NSLOTS counters in `outcomes` (the code and
  * process counters live in row 0), so every probe's hits add up on their own. */
 #define PW_MAX_PROBES 16
-#define PW_SLOT(probe, slot) ((probe) * PW_NSLOTS + (slot))
+#define PW_SLOT(probe, slot) ((probe)*PW_NSLOTS + (slot))
 /* The row of the off-CPU walks (one per switch-out of a target thread): the last one,
  * which trace's probe ids never reach. */
 #define PW_PROBE_OFFCPU (PW_MAX_PROBES - 1)
@@ -100,15 +100,15 @@ enum pw_counter {
  * syscall group): an attach cookie is the probe id in the low 16 bits and the site in the
  * next 16 (0: the probe has one site, else its index + 1), and every record carries both. */
 #define PW_COOKIE(probe, site) ((__u64)(probe) | (__u64)(site) << 16)
-#define PW_COOKIE_PROBE(c) ((__u32)(c) & 0xffff)
+#define PW_COOKIE_PROBE(c) ((__u32)(c)&0xffff)
 #define PW_COOKIE_SITE(c) ((__u32)((c) >> 16) & 0xffff)
 
 /* syscall_probes values: the probes of a syscall number's entry and exit, and whether the
  * exit is the return of a --latency entry. A syscall probe's records carry the syscall
  * number + 1 as their site. */
 #define PW_SYSCALL_VALUE(enter, exit, pair) \
-	((__u32)(enter) | (__u32)(exit) << 8 | (__u32)!!(pair) << 16)
-#define PW_SYSCALL_ENTER(v) ((v) & 0xff)
+	((__u32)(enter) | (__u32)(exit) << 8 | (__u32) !!(pair) << 16)
+#define PW_SYSCALL_ENTER(v) ((v)&0xff)
 #define PW_SYSCALL_EXIT(v) (((v) >> 8) & 0xff)
 #define PW_SYSCALL_PAIR(v) (((v) >> 16) & 1)
 
@@ -118,7 +118,7 @@ enum pw_counter {
  * left, at most 64 deep) before it writes it. */
 #define PW_FILTER_MAX_INSNS 32
 #define PW_FILTER_MAX_STRS 4
-#define PW_FILTER_STR_LEN 16 /* a comm, NUL-padded (TASK_COMM_LEN) */
+#define PW_FILTER_STR_LEN 16  /* a comm, NUL-padded (TASK_COMM_LEN) */
 #define PW_FILTER_REC_MAX 256 /* bytes of a tracepoint record a filter may look at */
 
 enum pw_filter_op {
@@ -138,23 +138,23 @@ enum pw_filter_cmp {
 };
 
 enum pw_filter_field {
-	PW_FF_PID = 1, /* host tgid */
-	PW_FF_TID = 2, /* host tid */
+	PW_FF_PID = 1,	/* host tgid */
+	PW_FF_TID = 2,	/* host tid */
 	PW_FF_COMM = 3, /* the thread's comm; value: index of a string; EQ and NE only */
-	PW_FF_ARG = 4, /* argument `arg` (0-5) of the function or syscall */
-	PW_FF_RET = 5, /* return value (sys_exit, uretprobe) */
-	PW_FF_CTX = 6, /* a tracepoint field: `size` bytes at `off` of its record */
+	PW_FF_ARG = 4,	/* argument `arg` (0-5) of the function or syscall */
+	PW_FF_RET = 5,	/* return value (sys_exit, uretprobe) */
+	PW_FF_CTX = 6,	/* a tracepoint field: `size` bytes at `off` of its record */
 };
 
 struct pw_filter_insn {
-	__u8 op;    /* enum pw_filter_op */
-	__u8 cmp;   /* enum pw_filter_cmp */
-	__u8 field; /* enum pw_filter_field */
-	__u8 arg;   /* PW_FF_ARG: which */
-	__u16 off;  /* PW_FF_CTX: offset in the record */
-	__u8 size;  /* PW_FF_CTX: 1, 2, 4 or 8 */
+	__u8 op;	/* enum pw_filter_op */
+	__u8 cmp;	/* enum pw_filter_cmp */
+	__u8 field;	/* enum pw_filter_field */
+	__u8 arg;	/* PW_FF_ARG: which */
+	__u16 off;	/* PW_FF_CTX: offset in the record */
+	__u8 size;	/* PW_FF_CTX: 1, 2, 4 or 8 */
 	__u8 is_signed; /* PW_FF_CTX: sign-extend */
-	__s64 value; /* compared as signed 64-bit */
+	__s64 value;	/* compared as signed 64-bit */
 };
 _Static_assert(sizeof(struct pw_filter_insn) == 16, "pw_filter_insn is ABI");
 
@@ -169,52 +169,55 @@ _Static_assert(sizeof(struct pw_filter) == 8 + 16 * PW_FILTER_MAX_INSNS + 64, "p
 /* How a version's frame chain is shaped; selects the walker's rules. */
 enum pw_chain_kind {
 	PW_CHAIN_FRAMEOBJ = 1, /* 3.10: PyFrameObject chain via f_back; complete iff f_back NULL */
-	PW_CHAIN_ISENTRY = 2,  /* 3.11: _PyInterpreterFrame; bottom frame has is_entry and NULL previous */
-	PW_CHAIN_SHIM = 3,     /* 3.12-3.14: owner==3 frames are entry shims; bottom one has NULL previous */
-	PW_CHAIN_BASE = 4,     /* 3.15+: complete iff the walk ends at tstate->base_frame (PR #141912) */
+	PW_CHAIN_ISENTRY =
+		2, /* 3.11: _PyInterpreterFrame; bottom frame has is_entry and NULL previous */
+	PW_CHAIN_SHIM =
+		3, /* 3.12-3.14: owner==3 frames are entry shims; bottom one has NULL previous */
+	PW_CHAIN_BASE =
+		4, /* 3.15+: complete iff the walk ends at tstate->base_frame (PR #141912) */
 };
 
 /* How a thread state is matched to the sampled OS thread. */
 enum pw_thread_match {
 	PW_MATCH_NATIVE_TID = 1, /* 3.11+: tstate->native_thread_id == gettid() */
-	PW_MATCH_PTHREAD = 2,    /* 3.10: tstate->thread_id == pthread_self() == fsbase */
+	PW_MATCH_PTHREAD = 2,	 /* 3.10: tstate->thread_id == pthread_self() == fsbase */
 };
 
 #define PW_OFF_NONE 0xffff
 
 /* Byte offsets the walker needs, all relative to the start of the named object. */
 struct pw_offsets {
-	__u16 runtime_interp_head;  /* _PyRuntime.interpreters.head */
-	__u16 interp_next;	    /* PyInterpreterState.next */
-	__u16 interp_threads_head;  /* PyInterpreterState.threads.head (tstate_head in 3.10) */
-	__u16 tstate_next;	    /* PyThreadState.next */
-	__u16 tstate_thread_id;	    /* native_thread_id (3.11+) or thread_id (3.10) */
-	__u16 tstate_frame;	    /* 3.10 frame, 3.11/3.12 cframe, 3.13+ current_frame */
-	__u16 cframe_current_frame; /* _PyCFrame.current_frame (3.11/3.12), else PW_OFF_NONE */
-	__u16 tstate_base_frame;    /* 3.15+ base_frame, else PW_OFF_NONE */
-	__u16 frame_previous;	    /* previous (f_back in 3.10) */
-	__u16 frame_code;	    /* f_code / f_executable */
-	__u16 frame_instr;	    /* prev_instr / instr_ptr (3.11+), f_lasti int (3.10) */
-	__u16 frame_owner;	    /* owner char, PW_OFF_NONE in 3.10 */
-	__u16 frame_is_entry;	    /* is_entry bool (3.11), else PW_OFF_NONE */
-	__u16 code_adaptive;	    /* co_code_adaptive (3.11+), 0 in 3.10 */
-	__u16 frame_read_size;	    /* bytes to read per frame, <= PW_FRAME_READ_MAX */
-	__u16 tstate_read_size;	    /* bytes to read per thread state, <= PW_TSTATE_READ_MAX */
+	__u16 runtime_interp_head;    /* _PyRuntime.interpreters.head */
+	__u16 interp_next;	      /* PyInterpreterState.next */
+	__u16 interp_threads_head;    /* PyInterpreterState.threads.head (tstate_head in 3.10) */
+	__u16 tstate_next;	      /* PyThreadState.next */
+	__u16 tstate_thread_id;	      /* native_thread_id (3.11+) or thread_id (3.10) */
+	__u16 tstate_frame;	      /* 3.10 frame, 3.11/3.12 cframe, 3.13+ current_frame */
+	__u16 cframe_current_frame;   /* _PyCFrame.current_frame (3.11/3.12), else PW_OFF_NONE */
+	__u16 tstate_base_frame;      /* 3.15+ base_frame, else PW_OFF_NONE */
+	__u16 frame_previous;	      /* previous (f_back in 3.10) */
+	__u16 frame_code;	      /* f_code / f_executable */
+	__u16 frame_instr;	      /* prev_instr / instr_ptr (3.11+), f_lasti int (3.10) */
+	__u16 frame_owner;	      /* owner char, PW_OFF_NONE in 3.10 */
+	__u16 frame_is_entry;	      /* is_entry bool (3.11), else PW_OFF_NONE */
+	__u16 code_adaptive;	      /* co_code_adaptive (3.11+), 0 in 3.10 */
+	__u16 frame_read_size;	      /* bytes to read per frame, <= PW_FRAME_READ_MAX */
+	__u16 tstate_read_size;	      /* bytes to read per thread state, <= PW_TSTATE_READ_MAX */
 	__u16 tstate_datastack_chunk; /* datastack_chunk (3.11+), PW_OFF_NONE = don't check */
-	__u16 code_tag;		    /* start of the code object's tag window, PW_OFF_NONE = no tag */
-	__u16 code_tag_mask;	    /* which 8-byte words of the window make the tag */
-	__u16 code_tag_size;	    /* bytes to read for the window */
+	__u16 code_tag;	     /* start of the code object's tag window, PW_OFF_NONE = no tag */
+	__u16 code_tag_mask; /* which 8-byte words of the window make the tag */
+	__u16 code_tag_size; /* bytes to read for the window */
 	/* Who holds the GIL (pw_proc.gil_kind says which of these are used): */
-	__u16 gil_ptr;		    /* TSTATE_CURRENT: _PyRuntime.gilstate.tstate_current;
+	__u16 gil_ptr;		/* TSTATE_CURRENT: _PyRuntime.gilstate.tstate_current;
 				     * STRUCT: PyInterpreterState.ceval.gil (a pointer) */
-	__u16 tstate_interp;	    /* STRUCT: PyThreadState.interp */
-	__u16 gil_locked;	    /* STRUCT: _gil_runtime_state.locked (an int) */
-	__u16 gil_holder;	    /* STRUCT: _gil_runtime_state.last_holder */
-	__u16 tstate_holds_gil;	    /* TSTATE_FLAG: PyThreadState.holds_gil (an int) */
+	__u16 tstate_interp;	/* STRUCT: PyThreadState.interp */
+	__u16 gil_locked;	/* STRUCT: _gil_runtime_state.locked (an int) */
+	__u16 gil_holder;	/* STRUCT: _gil_runtime_state.last_holder */
+	__u16 tstate_holds_gil; /* TSTATE_FLAG: PyThreadState.holds_gil (an int) */
 	/* Free-threaded builds (thread-local bytecode), else 0 (no such field is at 0): */
-	__u16 frame_tlbc_index;	    /* _PyInterpreterFrame.tlbc_index (an int32) */
-	__u16 code_tlbc;	    /* PyCodeObject.co_tlbc (a _PyCodeArray *) */
-	__u16 code_ob_size;	    /* PyVarObject.ob_size of the code object: code units */
+	__u16 frame_tlbc_index; /* _PyInterpreterFrame.tlbc_index (an int32) */
+	__u16 code_tlbc;	/* PyCodeObject.co_tlbc (a _PyCodeArray *) */
+	__u16 code_ob_size;	/* PyVarObject.ob_size of the code object: code units */
 };
 _Static_assert(sizeof(struct pw_offsets) == 56, "pw_offsets is ABI");
 
@@ -247,7 +250,8 @@ enum pw_gil_kind {
 };
 
 /* pw_proc.flags */
-#define PW_PROCF_NSPID 1 /* thread ids in the thread states are the process's pid-namespace
+#define PW_PROCF_NSPID \
+	1 /* thread ids in the thread states are the process's pid-namespace
 			  * ids, not the host's (a container): the sampler translates */
 
 /* Per-process config; key of the `procs` map is the host tgid. */
@@ -307,13 +311,13 @@ struct pw_frame {
 
 /* Every ring-buffer record starts with its kind (a __u32). */
 enum pw_rec_kind {
-	PW_REC_SAMPLE = 1, /* struct pw_sample_hdr + frames */
-	PW_REC_CODE = 2,   /* struct pw_code_hdr + captured bytes */
-	PW_REC_PROC = 3,   /* struct pw_proc_rec */
-	PW_REC_OFFCPU = 4, /* struct pw_offcpu_rec */
+	PW_REC_SAMPLE = 1,    /* struct pw_sample_hdr + frames */
+	PW_REC_CODE = 2,      /* struct pw_code_hdr + captured bytes */
+	PW_REC_PROC = 3,      /* struct pw_proc_rec */
+	PW_REC_OFFCPU = 4,    /* struct pw_offcpu_rec */
 	PW_REC_AGG_FIRST = 5, /* struct pw_agg_first, then a sample (kind PW_REC_SAMPLE) */
-	PW_REC_KSTACK = 6, /* struct pw_kstack: the kernel stack of the sample after it */
-	PW_REC_USTACK = 7, /* --native: struct pw_ustack (header, regs, stack bytes) of
+	PW_REC_KSTACK = 6,    /* struct pw_kstack: the kernel stack of the sample after it */
+	PW_REC_USTACK = 7,    /* --native: struct pw_ustack (header, regs, stack bytes) of
 			    * the sample after it (PW_SF_USTACK) */
 };
 
@@ -340,17 +344,17 @@ enum pw_rec_kind {
 /* A shipped stack: the header, then `nframes` struct pw_frame, leaf first. nframes is at
  * most PW_MAX_FRAMES_CAP, so 16 bits of what was a 32-bit count hold the flags. */
 struct pw_sample_hdr {
-	__u32 kind;    /* PW_REC_SAMPLE */
+	__u32 kind; /* PW_REC_SAMPLE */
 	__u16 nframes;
 	__u16 flags;   /* PW_SF_* */
 	__u64 time_ns; /* bpf_ktime_get_ns() */
 	__u64 tstate;
-	__u32 pid;     /* host tgid and tid */
+	__u32 pid; /* host tgid and tid */
 	__u32 tid;
-	__u32 target;  /* pw_proc.target of the process when sampled */
-	__u16 probe;   /* which probe took it (0: the sampler) */
-	__u16 site;    /* which of the probe's sites (0: its only one; PW_COOKIE_SITE) */
-	__u64 weight;  /* what the stack counts for: 1, or nanoseconds (latency) */
+	__u32 target; /* pw_proc.target of the process when sampled */
+	__u16 probe;  /* which probe took it (0: the sampler) */
+	__u16 site;   /* which of the probe's sites (0: its only one; PW_COOKIE_SITE) */
+	__u64 weight; /* what the stack counts for: 1, or nanoseconds (latency) */
 };
 _Static_assert(sizeof(struct pw_sample_hdr) == 48, "pw_sample_hdr is ABI");
 
@@ -383,9 +387,9 @@ struct pw_kstack {
 /* trace --print: what the probe saw, after a sample's frames (a stack shallower than
  * PW_MAX_FRAMES_CAP - 4 frames, which every stack within --max-depth's default is). */
 struct pw_print_args {
-	__s64 arg[6];	/* uprobe, usdt, syscall entry: the call's arguments */
-	__s64 ret;	/* uretprobe, syscall exit: the return value */
-	__u32 nargs;	/* how many of arg[] the probe has */
+	__s64 arg[6]; /* uprobe, usdt, syscall entry: the call's arguments */
+	__s64 ret;    /* uretprobe, syscall exit: the return value */
+	__u32 nargs;  /* how many of arg[] the probe has */
 	__u32 has_ret;
 };
 _Static_assert(sizeof(struct pw_print_args) == 64, "pw_print_args is ABI");
@@ -403,7 +407,7 @@ _Static_assert(sizeof(struct pw_print_args) == 64, "pw_print_args is ABI");
 #define PW_AGG_DEFAULT_ENTRIES 16384
 
 struct pw_agg_key {
-	__u64 stack;   /* the frames' hash */
+	__u64 stack; /* the frames' hash */
 	__u32 nframes;
 	__u32 target;
 	__u32 tid;
@@ -453,12 +457,12 @@ enum pw_block {
 };
 
 struct pw_offcpu_rec {
-	__u32 kind;	/* PW_REC_OFFCPU */
-	__u32 tid;	/* host tid */
-	__u64 time_ns;	/* when it ran again */
-	__u64 off_ns;	/* how long it was off CPU */
-	__u32 target;	/* of the shipped stack */
-	__u32 block;	/* enum pw_block */
+	__u32 kind;    /* PW_REC_OFFCPU */
+	__u32 tid;     /* host tid */
+	__u64 time_ns; /* when it ran again */
+	__u64 off_ns;  /* how long it was off CPU */
+	__u32 target;  /* of the shipped stack */
+	__u32 block;   /* enum pw_block */
 };
 _Static_assert(sizeof(struct pw_offcpu_rec) == 32, "pw_offcpu_rec is ABI");
 
@@ -476,9 +480,9 @@ enum pw_ureg {
 	PW_UREG_R15,
 	PW_UREG__COUNT,
 };
-#define PW_USTACK_MAX 65536	/* bytes of stack one record may carry (--native-stack) */
+#define PW_USTACK_MAX 65536 /* bytes of stack one record may carry (--native-stack) */
 #define PW_USTACK_DEFAULT 16384
-#define PW_USTACK_PAGE 4096	/* copied page by page, up to the first unmapped one */
+#define PW_USTACK_PAGE 4096 /* copied page by page, up to the first unmapped one */
 /* x86-64's red zone: the bytes below sp a function may use without moving sp, which no
  * signal or interrupt overwrites. An epilogue interrupted after its pops has its CFI still
  * saying where the popped registers were saved, there: without them the unwind stops. */
@@ -494,9 +498,9 @@ enum pw_ureg {
 struct pw_ustack {
 	struct pw_stack_hdr hdr; /* kind PW_REC_USTACK */
 	__u64 regs[PW_UREG__COUNT];
-	__u32 size;	/* stack bytes after `shim`: from regs[PW_UREG_SP] up, after the red
+	__u32 size;  /* stack bytes after `shim`: from regs[PW_UREG_SP] up, after the red
 			 * zone below it with PW_USF_REDZONE */
-	__u32 flags;	/* PW_USF_* */
+	__u32 flags; /* PW_USF_* */
 	/* 3.12+ (PW_USF_SHIMS): the target addresses of the entry frames (owner
 	 * pw_proc.shim_owner) the Python walk passed, leaf first. Each eval-loop activation
 	 * keeps its own on the C stack, so each lies in the native frame of the activation
@@ -509,9 +513,9 @@ struct pw_ustack {
 #define PW_USTACK_DATA_OFF __builtin_offsetof(struct pw_ustack, data)
 _Static_assert(PW_USTACK_DATA_OFF == 104 + 8 * PW_USTACK_SHIMS, "pw_ustack is ABI");
 #define PW_USTACK_LEN_BASE (PW_USTACK_DATA_OFF - sizeof(struct pw_stack_hdr))
-#define PW_USF_CUT 1 /* the copy stopped at --native-stack, not at the stack's end */
+#define PW_USF_CUT 1	 /* the copy stopped at --native-stack, not at the stack's end */
 #define PW_USF_REDZONE 2 /* data starts PW_USTACK_REDZONE bytes below regs[PW_UREG_SP] */
-#define PW_USF_SHIMS 4 /* the interpreter keeps entry frames on the C stack: shim is filled */
+#define PW_USF_SHIMS 4	 /* the interpreter keeps entry frames on the C stack: shim is filled */
 
 /* Process lifecycle, from the sched_process_* tracepoints. */
 enum pw_proc_event {
@@ -521,8 +525,8 @@ enum pw_proc_event {
 };
 
 struct pw_proc_rec {
-	__u32 kind;	     /* PW_REC_PROC */
-	__u32 event;	     /* enum pw_proc_event */
+	__u32 kind;  /* PW_REC_PROC */
+	__u32 event; /* enum pw_proc_event */
 	__u64 time_ns;
 	__u32 pid;
 	__u32 ppid;	     /* fork: the parent tgid */
@@ -538,15 +542,15 @@ _Static_assert(sizeof(struct pw_proc_rec) == 32, "pw_proc_rec is ABI");
  * from its start (header and characters), file_len of its filename str, lt_len of its
  * line table's data. */
 struct pw_code_hdr {
-	__u32 kind;   /* PW_REC_CODE */
+	__u32 kind; /* PW_REC_CODE */
 	__u32 target;
-	__u64 code;   /* address of the code object */
+	__u64 code; /* address of the code object */
 	__u32 pid;
-	__u32 tag;    /* the frame tag it was shipped with */
+	__u32 tag; /* the frame tag it was shipped with */
 	__u16 head_len;
 	__u16 name_len;
 	__u16 file_len;
-	__u16 flags;  /* PW_CODEF_* */
+	__u16 flags; /* PW_CODEF_* */
 	__u32 lt_len;
 	__u32 lt_size; /* the line table's full size; > lt_len when it was cut */
 };
@@ -559,10 +563,11 @@ _Static_assert(sizeof(struct pw_code_hdr) == 40, "pw_code_hdr is ABI");
 
 /* Bounds of what one code record carries. */
 #define PW_CODE_HEAD_MAX 512
-#define PW_CODE_STR_MAX 1024	   /* str object bytes: header + characters */
+#define PW_CODE_STR_MAX 1024	    /* str object bytes: header + characters */
 #define PW_CODE_LINETABLE_MAX 16384 /* line table bytes */
-#define PW_CODE_REC_MAX \
-	(sizeof(struct pw_code_hdr) + PW_CODE_HEAD_MAX + 2 * PW_CODE_STR_MAX + PW_CODE_LINETABLE_MAX)
+#define PW_CODE_REC_MAX                                                        \
+	(sizeof(struct pw_code_hdr) + PW_CODE_HEAD_MAX + 2 * PW_CODE_STR_MAX + \
+	 PW_CODE_LINETABLE_MAX)
 /* The buffer a record is built in: the line table may start anywhere below 4096. */
 #define PW_CODE_REC_BUF (4096 + PW_CODE_LINETABLE_MAX)
 

@@ -87,8 +87,7 @@ PW_INLINE __u32 pw_code_capture(const struct pw_proc *cfg, __u32 pid, __u64 code
 	off += file_len;
 	__builtin_memcpy(&ptr, head + o->co_linetable, 8);
 	if (!ptr || o->bytes_size > 64 || o->bytes_data > 64 ||
-	    PW_READ_USER(&lt_size, sizeof(lt_size), ptr + o->bytes_size) ||
-	    lt_size > 0x7fffffff) {
+	    PW_READ_USER(&lt_size, sizeof(lt_size), ptr + o->bytes_size) || lt_size > 0x7fffffff) {
 		flags |= PW_CODEF_NO_LINETABLE;
 		lt_size = 0;
 	} else {

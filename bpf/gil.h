@@ -30,13 +30,12 @@ PW_INLINE __u16 pw_gil_flags(const struct pw_proc *cfg, const __u8 *ts, __u64 ts
 		if (PW_READ_USER(&holder, sizeof(holder), gil + cfg->off.gil_holder) ||
 		    PW_READ_USER(&locked, sizeof(locked), gil + cfg->off.gil_locked))
 			return 0;
-		return PW_SF_GIL_KNOWN |
-		       (locked == 1 && holder == tstate ? PW_SF_GIL_HELD : 0);
+		return PW_SF_GIL_KNOWN | (locked == 1 && holder == tstate ? PW_SF_GIL_HELD : 0);
 	case PW_GIL_TSTATE_FLAG:
 		return PW_SF_GIL_KNOWN |
-		       (pw_load_u32(ts, cfg->off.tstate_holds_gil, PW_TSTATE_READ_MAX) ?
-				PW_SF_GIL_HELD :
-				0);
+		       (pw_load_u32(ts, cfg->off.tstate_holds_gil, PW_TSTATE_READ_MAX)
+				? PW_SF_GIL_HELD
+				: 0);
 	}
 	return 0;
 }

@@ -27,12 +27,12 @@ const volatile bool offcpu_wall = false; /* on-CPU samples too: preemption is co
 #define PW_SW_OWED 2 /* back on CPU after a long wait: the syscall exit walks */
 
 struct pw_switched_out {
-	__u64 time_ns;	/* when it left (the latest time, for a wait owed so far) */
+	__u64 time_ns; /* when it left (the latest time, for a wait owed so far) */
 	__u32 target;
 	__u32 block;
-	__u64 owed_ns;	/* waits of this system call long enough to count, so far */
-	__s64 syscall;	/* the system call it waits in (deferred waits) */
-	__u32 flags;	/* PW_SW_* */
+	__u64 owed_ns; /* waits of this system call long enough to count, so far */
+	__s64 syscall; /* the system call it waits in (deferred waits) */
+	__u32 flags;   /* PW_SW_* */
 	__u32 pad;
 };
 
@@ -77,8 +77,12 @@ static __always_inline void count_blocked_ns(__u32 block, __u64 ns)
 static __always_inline int ship_resumption(__u32 tid, __u64 now, __u64 off_ns,
 					   const struct pw_switched_out *out)
 {
-	struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU, .tid = tid, .time_ns = now,
-				   .off_ns = off_ns, .target = out->target, .block = out->block };
+	struct pw_offcpu_rec r = { .kind = PW_REC_OFFCPU,
+				   .tid = tid,
+				   .time_ns = now,
+				   .off_ns = off_ns,
+				   .target = out->target,
+				   .block = out->block };
 
 	if (bpf_ringbuf_output(&events, &r, sizeof(r), 0)) {
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));

@@ -55,7 +55,7 @@ struct pw_hit {
 	__u64 args[6];
 	__u64 ret;
 	__u32 nargs, has_ret; /* --print: which of them the probe has */
-	__u64 comm[2]; /* the thread's comm, NUL-padded */
+	__u64 comm[2];	      /* the thread's comm, NUL-padded */
 	__u8 rec[PW_FILTER_REC_MAX] __attribute__((aligned(8)));
 };
 
@@ -63,7 +63,7 @@ struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
 	struct pw_walkmem walk; /* the data-stack window and the tags of one walk */
 	struct pw_hit hit;
-	struct pw_agg_key agg_key;	/* --aggregate: the hit's key */
+	struct pw_agg_key agg_key; /* --aggregate: the hit's key */
 	struct pw_agg_frames_key agg_fkey;
 	struct pw_agg_first agg_first; /* shipped with the sample after it */
 	struct pw_sample sample;
@@ -117,7 +117,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PW_MAX_PROBES * PW_NSLOTS);
+	__uint(max_entries, PW_MAX_PROBES *PW_NSLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } outcomes SEC(".maps");
@@ -180,7 +180,7 @@ static long tfind_cb(__u32 index __attribute__((unused)), void *data)
 struct walk_ctx {
 	struct pw_walk w;
 	const struct pw_proc *cfg;
-	struct scratch *s; /* frames go to its record (and, --aggregate, into its key's hash);
+	struct scratch *s;   /* frames go to its record (and, --aggregate, into its key's hash);
 			    * its walk memory is the window and the tags */
 	struct pw_ustack *u; /* --native: the entry frames passed go to its list */
 };
@@ -440,7 +440,10 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 	/* only a complete stack's code objects are worth copying; they go first, so userspace
 	 * has them when it reads the sample */
 	if (capture_code) {
-		struct code_ctx cc = { .s = s, .cfg = cfg, .pid = pid, .nframes = wc.w.nframes,
+		struct code_ctx cc = { .s = s,
+				       .cfg = cfg,
+				       .pid = pid,
+				       .nframes = wc.w.nframes,
 				       .budget = PW_CODE_PER_SAMPLE };
 
 		bpf_loop(PW_MAX_FRAMES_CAP, code_cb, &cc, 0);
@@ -594,7 +597,8 @@ static __always_inline __s64 field_value(const struct pw_hit *hit, const struct 
 	case PW_FF_CTX:
 		off = in->off;
 		size = in->size;
-		if (off > PW_FILTER_REC_MAX - 8 || (size != 1 && size != 2 && size != 4 && size != 8))
+		if (off > PW_FILTER_REC_MAX - 8 ||
+		    (size != 1 && size != 2 && size != 4 && size != 8))
 			return 0;
 		__builtin_memcpy(&v, &hit->rec[off], 8);
 		if (size == 8)
@@ -644,7 +648,8 @@ __noinline int pw_filter_run(const struct pw_filter *f, const struct pw_hit *hit
 		case PW_FOP_CMP:
 			if (in->field == PW_FF_COMM) {
 				const __u64 *want =
-					(const __u64 *)f->strs[in->value & (PW_FILTER_MAX_STRS - 1)];
+					(const __u64 *)
+						f->strs[in->value & (PW_FILTER_MAX_STRS - 1)];
 				bool eq = hit->comm[0] == want[0] && hit->comm[1] == want[1];
 
 				top = in->cmp == PW_FCMP_NE ? !eq : eq;
@@ -1004,9 +1009,13 @@ int on_perf_event(struct bpf_perf_event_data *ctx)
 static __always_inline void ship_proc(__u32 event, __u32 pid, __u32 ppid, __u32 target,
 				      __u32 parent_target)
 {
-	struct pw_proc_rec r = { .kind = PW_REC_PROC, .event = event,
-				 .time_ns = bpf_ktime_get_ns(), .pid = pid, .ppid = ppid,
-				 .target = target, .parent_target = parent_target };
+	struct pw_proc_rec r = { .kind = PW_REC_PROC,
+				 .event = event,
+				 .time_ns = bpf_ktime_get_ns(),
+				 .pid = pid,
+				 .ppid = ppid,
+				 .target = target,
+				 .parent_target = parent_target };
 
 	/* discovery latency matters (a process may live 30 ms): wake the consumer now */
 	if (bpf_ringbuf_output(&events, &r, sizeof(r), BPF_RB_FORCE_WAKEUP))

@@ -46,9 +46,9 @@ static __always_inline struct pw_ustack *ustack_walk_begin(const struct pw_proc 
 		return NULL;
 	u->nshims = 0;
 	u->pad = 0;
-	u->flags = cfg->chain_kind == PW_CHAIN_SHIM || cfg->chain_kind == PW_CHAIN_BASE ?
-			   PW_USF_SHIMS :
-			   0;
+	u->flags = cfg->chain_kind == PW_CHAIN_SHIM || cfg->chain_kind == PW_CHAIN_BASE
+			   ? PW_USF_SHIMS
+			   : 0;
 	return u;
 }
 

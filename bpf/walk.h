@@ -20,7 +20,9 @@
  * privileged verifier allows reading stack bytes not yet written, every field used lies
  * inside what was read, and words outside a tag window are masked out. */
 #ifdef __bpf__
-#define PW_ZERO(buf) do { } while (0)
+#define PW_ZERO(buf) \
+	do {         \
+	} while (0)
 #else
 #define PW_ZERO(buf) __builtin_memset((buf), 0, sizeof(buf))
 #endif
@@ -64,7 +66,7 @@ struct pw_tfind {
 	__u64 tstate;  /* next thread state to look at, 0 = move to the next interpreter */
 	__u64 found;   /* the match, 0 while not found */
 	__u32 n_interps;
-	int err;       /* negative when a read failed */
+	int err; /* negative when a read failed */
 };
 
 /* Start a lookup: reads _PyRuntime.interpreters.head. Returns 0 or a negative error. */
@@ -79,7 +81,8 @@ PW_INLINE int pw_tfind_init(struct pw_tfind *st, const struct pw_proc *cfg, __u6
 	st->tstate = 0;
 	st->n_interps = 0;
 	st->err = 0;
-	err = PW_READ_USER(&interp, sizeof(interp), cfg->runtime_addr + cfg->off.runtime_interp_head);
+	err = PW_READ_USER(&interp, sizeof(interp),
+			   cfg->runtime_addr + cfg->off.runtime_interp_head);
 	if (err)
 		return err;
 	st->interp = interp;
@@ -168,7 +171,7 @@ struct pw_walkmem {
 	__u32 nfresh;
 	__u16 fresh[PW_TAGMEMO_SLOTS];
 	__u64 frame[PW_FRAME_READ_MAX / 8]; /* the frame being visited */
-	__u64 win[PW_WINDOW_BUF / 8];	     /* words, so copies out of it are word copies */
+	__u64 win[PW_WINDOW_BUF / 8];	    /* words, so copies out of it are word copies */
 };
 
 struct pw_walk {
@@ -177,9 +180,9 @@ struct pw_walk {
 	__u64 cycle_mark;  /* Brent's cycle detection: a remembered frame ... */
 	__u32 cycle_power; /* ... re-remembered at each power of two steps */
 	__u32 cycle_len;
-	__u32 visited;	   /* frames read, shims included */
-	__u32 nframes;	   /* frames stored in out */
-	__u32 max_depth;   /* Python frames allowed; one more is a depth rejection */
+	__u32 visited;	 /* frames read, shims included */
+	__u32 nframes;	 /* frames stored in out */
+	__u32 max_depth; /* Python frames allowed; one more is a depth rejection */
 	/* Data-stack check (3.11+): THREAD-owned frames must lie in the thread's stack
 	 * chunks, newest chunk first and at falling addresses within a chunk. */
 	__u64 chunk_lo, chunk_hi; /* data range of the chunk being walked */
@@ -187,8 +190,8 @@ struct pw_walk {
 	__u64 last_thread_frame;
 	__u8 check_chunks;
 	__u8 last_was_entry;
-	__u8 outcome;	   /* PW_OUT__CONTINUE until the walk ends */
-	__u8 emit;	   /* the last step produced frame `cur`, number nframes - 1 */
+	__u8 outcome; /* PW_OUT__CONTINUE until the walk ends */
+	__u8 emit;    /* the last step produced frame `cur`, number nframes - 1 */
 	struct pw_frame cur;
 };
 
@@ -216,8 +219,8 @@ PW_INLINE void pw_walk_init(struct pw_walk *w, const struct pw_proc *cfg, const 
 	w->check_chunks = cfg->off.tstate_datastack_chunk != PW_OFF_NONE &&
 			  cfg->chain_kind != PW_CHAIN_FRAMEOBJ;
 	w->chunk_next = w->check_chunks ? pw_load_u64(ts, cfg->off.tstate_datastack_chunk,
-						       PW_TSTATE_READ_MAX) :
-					  0;
+						      PW_TSTATE_READ_MAX)
+					: 0;
 }
 
 /* The innermost frame of the thread state image `ts`: 3.11/3.12 through tstate->cframe
@@ -270,9 +273,9 @@ PW_INLINE void pw_walk_start(struct pw_walk *w, struct pw_walkmem *m, const stru
 	m->nfresh = 0;
 	m->win_len = 0;
 	if (w->check_chunks && w->chunk_next) {
-		__u64 top = pw_load_u64(ts, cfg->off.tstate_datastack_chunk +
-						    PW_DATASTACK_TOP_AFTER_CHUNK,
-					PW_TSTATE_READ_MAX);
+		__u64 top = pw_load_u64(
+			ts, cfg->off.tstate_datastack_chunk + PW_DATASTACK_TOP_AFTER_CHUNK,
+			PW_TSTATE_READ_MAX);
 
 		if (top > w->chunk_next && top - w->chunk_next < (1ull << 32))
 			pw_window_fill(m, w->chunk_next, top);
@@ -326,8 +329,7 @@ PW_INLINE __u8 pw_check_data_stack(struct pw_walk *w, const struct pw_walkmem *m
  * it but inside the chunk being walked moves the window down to end at that frame: one
  * read for the next PW_WINDOW_MAX bytes of frames. Any other frame (a generator's, an
  * entry frame on the C stack, 3.10's heap frames) is one read of its own. */
-PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u32 size,
-			     __u64 addr)
+PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u32 size, __u64 addr)
 {
 	long off = pw_window_off(m, addr, size);
 
@@ -537,12 +539,12 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 
 			/* 3.11+: instruction pointer -> offset in 2-byte code units; before
 			 * the first instruction (3.11/3.12 prev_instr = start - 1) is NONE */
-			instr = ip >= start && ip - start < 0x1fffffffeull ? (__u32)((ip - start) >> 1) :
-									   PW_INSTR_NONE;
+			instr = ip >= start && ip - start < 0x1fffffffeull
+					? (__u32)((ip - start) >> 1)
+					: PW_INSTR_NONE;
 		}
-		w->last_was_entry =
-			cfg->off.frame_is_entry != PW_OFF_NONE &&
-			pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
+		w->last_was_entry = cfg->off.frame_is_entry != PW_OFF_NONE &&
+				    pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);
 		{
 			__u8 verdict = pw_frame_tag(m, cfg, code, w->nframes, &tag);
 

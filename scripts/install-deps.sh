@@ -6,7 +6,7 @@ set -eu
 build="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev libdw-dev liblzma-dev zlib1g-dev \
 libncurses-dev xxd libmicrohttpd-dev libcurl4-openssl-dev python3"
 tests="libcmocka-dev python3-pytest python3.11-dev python3-sympy debootstrap dpkg-dev lintian tmux \
-golang-go chromium libclang-rt-dev protobuf-compiler prometheus openssl strace"
+golang-go chromium libclang-rt-dev protobuf-compiler prometheus openssl strace clang-format"
 case "${1:-}" in
 --build) pkgs=$build ;;
 "") pkgs="$build $tests" ;;

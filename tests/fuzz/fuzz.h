@@ -11,15 +11,15 @@
 #include <stdlib.h>
 
 /* abort(), not assert(): the check must hold whatever NDEBUG says */
-#define FUZZ_CHECK(cond, ...)                                                         \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, \
-				__LINE__, #cond);                                     \
-			fprintf(stderr, __VA_ARGS__);                                 \
-			fputc('\n', stderr);                                          \
-			abort();                                                      \
-		}                                                                     \
+#define FUZZ_CHECK(cond, ...)                                                                   \
+	do {                                                                                    \
+		if (!(cond)) {                                                                  \
+			fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                                         \
+			fprintf(stderr, __VA_ARGS__);                                           \
+			fputc('\n', stderr);                                                    \
+			abort();                                                                \
+		}                                                                               \
 	} while (0)
 
 /* Decode one scalar value at s[0..len) per RFC 3629 (no overlongs, no surrogates, nothing

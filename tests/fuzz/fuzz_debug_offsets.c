@@ -11,9 +11,9 @@
 /* A field of `width` bytes at `off`, loaded from an image of `size` bytes. The walker's
  * loads are aligned (pw_load_u64 reads at off & ~7), so a misaligned field reads the
  * wrong bytes even when it fits. */
-#define FIELD(name, off, width, size)                                                       \
-	FUZZ_CHECK((off) % (width) == 0 && (off) + (width) <= (size),                       \
-		   "%s at %u (%u bytes) outside the %u bytes read, or misaligned", name,    \
+#define FIELD(name, off, width, size)                                                    \
+	FUZZ_CHECK((off) % (width) == 0 && (off) + (width) <= (size),                    \
+		   "%s at %u (%u bytes) outside the %u bytes read, or misaligned", name, \
 		   (unsigned int)(off), (unsigned int)(width), (unsigned int)(size))
 
 /* offsets added to an address and read with one PW_READ_USER: aligned pointers */
@@ -106,8 +106,10 @@ static void check_symbolizer(const struct py_version *v)
 	const struct pw_offsets *o = &v->cfg.off;
 	unsigned int cr = l->co_read_size;
 
-	FUZZ_CHECK(cr <= PY_CODE_HDR_MAX, "co_read_size %u: the symbolizer rejects every code "
-		   "object", cr);
+	FUZZ_CHECK(cr <= PY_CODE_HDR_MAX,
+		   "co_read_size %u: the symbolizer rejects every code "
+		   "object",
+		   cr);
 	FUZZ_CHECK(l->ob_type == 8 || l->ob_type == 24, "ob_type at %u", l->ob_type);
 	FUZZ_CHECK(cr >= l->ob_type + 8u, "co_read_size %u does not cover ob_type", cr);
 	FUZZ_CHECK(l->str_kind_shift == (v->free_threaded ? 8 : 2), "str kind at bit %u",

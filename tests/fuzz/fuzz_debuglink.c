@@ -49,8 +49,8 @@ static void check_path_and_link(const char *file, const char *name)
 	check_name(name);
 	if (!debugfile_dir_of(file, dir, sizeof(dir)))
 		return;
-	FUZZ_CHECK(file[0] == '/' && !strncmp(dir, file, strlen(dir)) &&
-		   file[strlen(dir)] == '/', "dir '%s' is not the directory of the file", dir);
+	FUZZ_CHECK(file[0] == '/' && !strncmp(dir, file, strlen(dir)) && file[strlen(dir)] == '/',
+		   "dir '%s' is not the directory of the file", dir);
 	if (!debuglink_name_ok(name))
 		return;
 	snprintf(rel, sizeof(rel), "%s/.debug/%s", dir, name);
@@ -66,7 +66,7 @@ static void check_build_id(const uint8_t *id, size_t len)
 	FUZZ_CHECK(len >= 2 && strlen(buf) == 10 + 2 + 1 + 2 * (len - 1) + 6,
 		   "build-id path of %zu bytes is %zu long", len, strlen(buf));
 	FUZZ_CHECK(!strncmp(buf, ".build-id/", 10) && buf[12] == '/' &&
-		   !strcmp(buf + strlen(buf) - 6, ".debug") && no_dotdot(buf),
+			   !strcmp(buf + strlen(buf) - 6, ".debug") && no_dotdot(buf),
 		   "bad build-id path '%s'", buf);
 	for (size_t i = 10; buf[i] != '.'; i++)
 		FUZZ_CHECK(i == 12 || strchr("0123456789abcdef", buf[i]), "not hex in '%s'", buf);
@@ -76,7 +76,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *in = fuzz_cstr(data, size);
 
-	if (size >= 4 && !memcmp(data, "\x7f" "ELF", 4)) {
+	if (size >= 4 && !memcmp(data,
+				 "\x7f"
+				 "ELF",
+				 4)) {
 		Elf *e;
 		GElf_Word crc = 0;
 		const char *name;
@@ -88,7 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_path_and_link("/usr/lib/libx.so", name);
 		if (e)
 			elf_end(e);
-	} else if (size >= 6 && !memcmp(data, "\xfd" "7zXZ\0", 6)) {
+	} else if (size >= 6 && !memcmp(data,
+					"\xfd"
+					"7zXZ\0",
+					6)) {
 		/* unpacks at most 1 MiB before it is refused: libFuzzer's time limit holds */
 		(void)minidebug_ok(data, size, 1 << 20);
 	} else {
@@ -99,8 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			*nl = 0;
 		/* the name stops at its NUL (dwelf: within the section) */
 		check_path_and_link(nl ? in : "/usr/lib/libx.so", section);
-		check_build_id((const uint8_t *)section,
-			       size - (size_t)(section - in) > 64 ? 64 : size - (size_t)(section - in));
+		check_build_id((const uint8_t *)section, size - (size_t)(section - in) > 64
+								 ? 64
+								 : size - (size_t)(section - in));
 	}
 	free(in);
 	return 0;

@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	err = elfprobe_list_funcs(memfd, "*", note, &funcs);
 	FUZZ_CHECK(err == 0 || err == -ENOEXEC || err == -ENOMEM, "list error %d", err);
-	FUZZ_CHECK(elfprobe_list_funcs(memfd, "*", note, &again) == err &&
-			   again.n == funcs.n && again.hash == funcs.hash,
+	FUZZ_CHECK(elfprobe_list_funcs(memfd, "*", note, &again) == err && again.n == funcs.n &&
+			   again.hash == funcs.hash,
 		   "listing not deterministic");
 	if (!err && funcs.n) {
 		/* the first function listed is found; its offset is stable */

@@ -199,10 +199,10 @@ static size_t line_table_step(uint8_t *out, size_t units, unsigned int step)
 		if (ver.obj.lt_format == LINETABLE_LOCATION) {
 			/* entry start, ONE_LINE<step>, 1 code unit */
 			out[n++] = 0x80 | (10 + step) << 3;
-			out[n++] = 1;			     /* start column */
-			out[n++] = 2;			     /* end column */
+			out[n++] = 1; /* start column */
+			out[n++] = 2; /* end column */
 		} else {
-			out[n++] = 2;		   /* bytes */
+			out[n++] = 2;		  /* bytes */
 			out[n++] = (uint8_t)step; /* line delta */
 		}
 	}
@@ -248,8 +248,8 @@ static uint32_t sample_tag(uint64_t co)
 	assert_int_equal(mem_read(words, o->code_tag_size, co + o->code_tag), 0);
 	if (ver.cfg.code_tag_name >= PW_CODE_TAG_WORDS)
 		return pw_code_tag(words, o->code_tag_mask, NULL);
-	assert_int_equal(mem_read(name, sizeof(name),
-				  words[ver.cfg.code_tag_name] + PW_NAME_TAG_START), 0);
+	assert_int_equal(
+		mem_read(name, sizeof(name), words[ver.cfg.code_tag_name] + PW_NAME_TAG_START), 0);
 	return pw_code_tag(words, o->code_tag_mask, name);
 }
 
@@ -276,8 +276,9 @@ static pid_t gone_pid(void)
 
 static struct symtab_target target_for(pid_t pid)
 {
-	return (struct symtab_target){ .id = ver.cfg.target, .pid = pid, .code_type = CODE_TYPE,
-				       .lay = &ver.obj };
+	return (struct symtab_target){
+		.id = ver.cfg.target, .pid = pid, .code_type = CODE_TYPE, .lay = &ver.obj
+	};
 }
 
 /* Capture `co`, add the record to a fresh symbolizer for a target with `pid`, and resolve
@@ -364,9 +365,9 @@ static void test_record_of_ascii_names_copies_header_names_and_line_table(void *
 static void test_record_names_of_every_str_kind_decode_to_utf8(void **state)
 {
 	static const char *const names[] = {
-		"caf\xc3\xa9_\xc3\xbf",			  /* café_ÿ: kind 1, not ASCII */
+		"caf\xc3\xa9_\xc3\xbf",			 /* café_ÿ: kind 1, not ASCII */
 		"\xe5\x87\xbd\xe6\x95\xb0.\xe2\x82\xac", /* 函数.€: kind 2 */
-		"f\xf0\x9f\x94\xa5x",			  /* f🔥x: kind 4 */
+		"f\xf0\x9f\x94\xa5x",			 /* f🔥x: kind 4 */
 	};
 	static const unsigned int kinds[] = { 1, 2, 4 };
 	static const size_t lens[] = { 6, 4, 3 };
@@ -378,8 +379,7 @@ static void test_record_names_of_every_str_kind_decode_to_utf8(void **state)
 		struct symtab *st;
 		int64_t h = symbolize(co, gone_pid(), &st);
 
-		assert_int_equal(hdr()->name_len,
-				 ver.obj.str_compact_data + lens[i] * kinds[i]);
+		assert_int_equal(hdr()->name_len, ver.obj.str_compact_data + lens[i] * kinds[i]);
 		assert_true(h >= 0);
 		assert_string_equal(name_of(st, h), names[i]);
 		assert_string_equal(file_of(st, h), names[(i + 1) % 3]);
@@ -686,7 +686,10 @@ static void test_name_text_is_part_of_the_tag_where_the_version_has_no_co_versio
 
 int main(void)
 {
-#define ON(name, minor) { #name " (3." #minor ")", name, setup_3##minor, NULL, NULL }
+#define ON(name, minor)                                                   \
+	{                                                                 \
+#name " (3." #minor ")", name, setup_3##minor, NULL, NULL \
+	}
 #define EACH(name) ON(name, 10), ON(name, 11), ON(name, 12)
 	const struct CMUnitTest tests[] = {
 		EACH(test_record_of_ascii_names_copies_header_names_and_line_table),

@@ -215,9 +215,9 @@ static void test_minidebuginfo_is_unpacked_within_its_bound(void **state)
 	(void)state;
 	assert_non_null(in);
 	assert_non_null(out);
-	assert_int_equal(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, in, plain, out,
-						 &packed, plain),
-			 LZMA_OK);
+	assert_int_equal(
+		lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, in, plain, out, &packed, plain),
+		LZMA_OK);
 	assert_true(minidebug_ok(out, packed, plain));
 	/* 1 MiB of zeros packs to a few hundred bytes: a bound below what it unpacks to */
 	assert_false(minidebug_ok(out, packed, plain - 1));

@@ -51,8 +51,8 @@ struct fproc {
 	uint64_t start;
 	struct image img, next_img; /* next_img: what RACE_EXEC turns it into */
 	int attach_err;
-	pid_t nspid;	/* NSpid of a fork child (0: not in a namespace of its own) */
-	uint32_t kcfg;	/* the kernel's procs[pid].target: 0 = no config */
+	pid_t nspid;   /* NSpid of a fork child (0: not in a namespace of its own) */
+	uint32_t kcfg; /* the kernel's procs[pid].target: 0 = no config */
 	enum race race;
 	unsigned int ninspect;
 };
@@ -74,7 +74,7 @@ static struct {
 	struct fproc procs[MAX_PROCS];
 	struct call calls[MAX_CALLS];
 	size_t ncalls, counts[C__COUNT];
-	uint32_t kernel_next; /* the kernel's next_target counter */
+	uint32_t kernel_next;			 /* the kernel's next_target counter */
 	struct pw_proc_rec pending[MAX_PENDING]; /* hooks that ran in a race, not delivered */
 	size_t npending;
 	unsigned int nlist;
@@ -98,8 +98,9 @@ static struct fproc *spawn(pid_t pid, struct image img)
 	struct fproc *p = proc(pid);
 
 	assert_false(p->alive);
-	*p = (struct fproc){ .pid = pid, .alive = true, .img = img,
-			     .start = ++w.clock_ticks * 100 };
+	*p = (struct fproc){
+		.pid = pid, .alive = true, .img = img, .start = ++w.clock_ticks * 100
+	};
 	return p;
 }
 
@@ -168,8 +169,10 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
  * target id it saw, exactly as the sched_process_* programs do. */
 static struct pw_proc_rec hook_exit(struct fproc *p)
 {
-	struct pw_proc_rec r = { .kind = PW_REC_PROC, .event = PW_PROC_EXIT,
-				 .pid = (uint32_t)p->pid, .target = p->kcfg };
+	struct pw_proc_rec r = { .kind = PW_REC_PROC,
+				 .event = PW_PROC_EXIT,
+				 .pid = (uint32_t)p->pid,
+				 .target = p->kcfg };
 
 	p->kcfg = 0;
 	return r;
@@ -177,8 +180,10 @@ static struct pw_proc_rec hook_exit(struct fproc *p)
 
 static struct pw_proc_rec hook_exec(struct fproc *p)
 {
-	struct pw_proc_rec r = { .kind = PW_REC_PROC, .event = PW_PROC_EXEC,
-				 .pid = (uint32_t)p->pid, .target = p->kcfg };
+	struct pw_proc_rec r = { .kind = PW_REC_PROC,
+				 .event = PW_PROC_EXEC,
+				 .pid = (uint32_t)p->pid,
+				 .target = p->kcfg };
 
 	p->kcfg = 0;
 	return r;
@@ -349,8 +354,10 @@ static uint32_t fork_proc(struct discover *d, pid_t parent, pid_t child, struct 
 			  bool full, uint64_t now)
 {
 	struct fproc *pp = proc(parent), *c = spawn(child, img);
-	struct pw_proc_rec r = { .kind = PW_REC_PROC, .event = PW_PROC_FORK,
-				 .pid = (uint32_t)child, .ppid = (uint32_t)parent,
+	struct pw_proc_rec r = { .kind = PW_REC_PROC,
+				 .event = PW_PROC_FORK,
+				 .pid = (uint32_t)child,
+				 .ppid = (uint32_t)parent,
 				 .parent_target = pp->kcfg };
 
 	if (pp->kcfg && !full) {
@@ -527,7 +534,7 @@ static void test_fork_child_of_a_target_inherits_its_config_with_the_kernel_id(v
 	assert_int_equal(child->ver.minor, parent->ver.minor);
 	assert_int_equal(child->ver.cfg.runtime_addr, parent->ver.cfg.runtime_addr);
 	assert_int_equal(child->code_type, parent->code_type);
-	assert_int_equal(proc(101)->ninspect, 0); /* no ELF read again */
+	assert_int_equal(proc(101)->ninspect, 0);   /* no ELF read again */
 	assert_int_equal(ncalls(C_ATTACH, 101), 0); /* the kernel did it */
 	assert_int_equal(last_call(C_BEGAN, 101)->id, kid);
 	assert_int_equal(stats(d)->inherited, 1);
@@ -547,8 +554,11 @@ static void test_fork_child_takes_its_namespace_pid_from_the_ops(void **state)
 	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
 	spawn(101, PY311)->nspid = 7;
 	proc(101)->kcfg = PW_TARGET_KERNEL_BIT | 1;
-	r = (struct pw_proc_rec){ .kind = PW_REC_PROC, .event = PW_PROC_FORK, .pid = 101,
-				  .ppid = 100, .target = PW_TARGET_KERNEL_BIT | 1,
+	r = (struct pw_proc_rec){ .kind = PW_REC_PROC,
+				  .event = PW_PROC_FORK,
+				  .pid = 101,
+				  .ppid = 100,
+				  .target = PW_TARGET_KERNEL_BIT | 1,
 				  .parent_target = id_of(d, 100) };
 	deliver(d, r, 0);
 	assert_int_equal(target_of(d, 101)->nspid, 7);
@@ -590,8 +600,11 @@ static void test_fork_child_of_an_unknown_parent_is_inspected_afresh(void **stat
 	assert_int_equal(ncalls(C_ATTACH, 101), 0);
 	/* and one that is not Python after all: its inherited config is taken back */
 	spawn(102, SHELL);
-	r = (struct pw_proc_rec){ .kind = PW_REC_PROC, .event = PW_PROC_FORK, .pid = 102,
-				  .ppid = 100, .target = PW_TARGET_KERNEL_BIT | 42,
+	r = (struct pw_proc_rec){ .kind = PW_REC_PROC,
+				  .event = PW_PROC_FORK,
+				  .pid = 102,
+				  .ppid = 100,
+				  .target = PW_TARGET_KERNEL_BIT | 42,
 				  .parent_target = 5 };
 	proc(102)->kcfg = r.target;
 	deliver(d, r, 0);
@@ -610,8 +623,11 @@ static void test_fork_child_that_exited_at_once_is_detached_not_a_target(void **
 	(void)state;
 	spawn(100, PY311);
 	assert_int_equal(discover__add_pid(d, 100, why, sizeof(why)), 0);
-	r = (struct pw_proc_rec){ .kind = PW_REC_PROC, .event = PW_PROC_FORK, .pid = 101,
-				  .ppid = 100, .target = PW_TARGET_KERNEL_BIT | 1,
+	r = (struct pw_proc_rec){ .kind = PW_REC_PROC,
+				  .event = PW_PROC_FORK,
+				  .pid = 101,
+				  .ppid = 100,
+				  .target = PW_TARGET_KERNEL_BIT | 1,
 				  .parent_target = id_of(d, 100) };
 	deliver(d, r, 0); /* pid 101 is already gone: no start time */
 	assert_null(target_of(d, 101));
@@ -672,8 +688,8 @@ static void test_exec_into_a_non_python_image_is_retried_fast_then_slowly(void *
 		now = next;
 		next = discover__tick(d, now);
 		assert_int_equal(proc(100)->ninspect, 3 + i);
-		assert_int_equal(next - now, i + 1 < ARRAY_SIZE(fast) ? fast[i + 1] * MS :
-									slow[0] * MS);
+		assert_int_equal(next - now,
+				 i + 1 < ARRAY_SIZE(fast) ? fast[i + 1] * MS : slow[0] * MS);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(slow) - 1; i++) {
 		now += slow[i] * MS;

@@ -52,24 +52,38 @@ static int make_elf(uint64_t rodata_addr, uint64_t sym_value)
 	img.eh.e_shstrndx = 4;
 	img.pad = 0xaa;
 	memcpy(img.rodata, &version, 8);
-	img.syms[1] = (Elf64_Sym){ .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
-				   .st_shndx = 1, .st_value = sym_value, .st_size = 8 };
+	img.syms[1] = (Elf64_Sym){ .st_name = 1,
+				   .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
+				   .st_shndx = 1,
+				   .st_value = sym_value,
+				   .st_size = 8 };
 	memcpy(img.strtab, strtab, sizeof(strtab));
 	memcpy(img.shstrtab, shstrtab, sizeof(shstrtab));
-	img.sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
+	img.sh[1] = (Elf64_Shdr){ .sh_name = 1,
+				  .sh_type = SHT_PROGBITS,
+				  .sh_flags = SHF_ALLOC,
 				  .sh_addr = rodata_addr,
 				  .sh_offset = offsetof(__typeof__(img), rodata),
-				  .sh_size = sizeof(img.rodata), .sh_addralign = 1 };
-	img.sh[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_SYMTAB,
+				  .sh_size = sizeof(img.rodata),
+				  .sh_addralign = 1 };
+	img.sh[2] = (Elf64_Shdr){ .sh_name = 9,
+				  .sh_type = SHT_SYMTAB,
 				  .sh_offset = offsetof(__typeof__(img), syms),
-				  .sh_size = sizeof(img.syms), .sh_link = 3, .sh_info = 1,
-				  .sh_addralign = 1, .sh_entsize = sizeof(Elf64_Sym) };
-	img.sh[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB,
+				  .sh_size = sizeof(img.syms),
+				  .sh_link = 3,
+				  .sh_info = 1,
+				  .sh_addralign = 1,
+				  .sh_entsize = sizeof(Elf64_Sym) };
+	img.sh[3] = (Elf64_Shdr){ .sh_name = 17,
+				  .sh_type = SHT_STRTAB,
 				  .sh_offset = offsetof(__typeof__(img), strtab),
-				  .sh_size = sizeof(strtab), .sh_addralign = 1 };
-	img.sh[4] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB,
+				  .sh_size = sizeof(strtab),
+				  .sh_addralign = 1 };
+	img.sh[4] = (Elf64_Shdr){ .sh_name = 25,
+				  .sh_type = SHT_STRTAB,
 				  .sh_offset = offsetof(__typeof__(img), shstrtab),
-				  .sh_size = sizeof(shstrtab), .sh_addralign = 1 };
+				  .sh_size = sizeof(shstrtab),
+				  .sh_addralign = 1 };
 
 	fd = memfd_create("test-elf", MFD_CLOEXEC);
 	assert_true(fd >= 0);

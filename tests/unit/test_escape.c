@@ -44,12 +44,15 @@ static void test_utf8_keeps_wellformed_text(void **state)
 static void test_utf8_replaces_malformed_bytes(void **state)
 {
 	(void)state;
-	check(escape_utf8, "a\xff" "b", "a" FFFD "b");		  /* never valid */
-	check(escape_utf8, "\x80x", FFFD "x");			  /* stray continuation */
-	check(escape_utf8, "\xc0\xaf", FFFD FFFD);		  /* overlong '/' */
-	check(escape_utf8, "\xed\xa0\x80", FFFD FFFD FFFD);	  /* UTF-16 surrogate */
+	check(escape_utf8,
+	      "a\xff"
+	      "b",
+	      "a" FFFD "b");					     /* never valid */
+	check(escape_utf8, "\x80x", FFFD "x");			     /* stray continuation */
+	check(escape_utf8, "\xc0\xaf", FFFD FFFD);		     /* overlong '/' */
+	check(escape_utf8, "\xed\xa0\x80", FFFD FFFD FFFD);	     /* UTF-16 surrogate */
 	check(escape_utf8, "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD); /* past U+10FFFF */
-	check(escape_utf8, "end\xe2\x82", "end" FFFD FFFD);	  /* cut short by the NUL */
+	check(escape_utf8, "end\xe2\x82", "end" FFFD FFFD);	     /* cut short by the NUL */
 }
 
 static void test_json_escapes_quotes_backslash_controls(void **state)
@@ -65,7 +68,10 @@ static void test_json_escapes_js_line_terminators(void **state)
 {
 	(void)state;
 	/* legal in JSON but they end a line in JavaScript before ES2019 */
-	check(escape_json, "a\xe2\x80\xa8" "b\xe2\x80\xa9", "a\\u2028b\\u2029");
+	check(escape_json,
+	      "a\xe2\x80\xa8"
+	      "b\xe2\x80\xa9",
+	      "a\\u2028b\\u2029");
 }
 
 static void test_json_replaces_malformed_utf8(void **state)
@@ -205,8 +211,9 @@ static void test_ordinary_text_stays_raw_in_every_syntax(void **state)
 	/* ü, 函, 🔥, no-break space, a combining accent, VS16, and the neighbours of listed
 	 * ranges: only the listed code points are escaped */
 	static const char *const raw[] = {
-		"\xc3\xbc", "\xe5\x87\xbd", "\xf0\x9f\x94\xa5", "\xc2\xa0", "e\xcc\x81",
-		"\xe2\x9d\xa4\xef\xb8\x8f", "\xc2\xae", "\xe2\x80\x8a", "\xe2\x80\x90",
+		"\xc3\xbc",	"\xe5\x87\xbd", "\xf0\x9f\x94\xa5",
+		"\xc2\xa0",	"e\xcc\x81",	"\xe2\x9d\xa4\xef\xb8\x8f",
+		"\xc2\xae",	"\xe2\x80\x8a", "\xe2\x80\x90",
 		"\xe2\x80\xaf", "\xe2\x81\xb0", "\xef\xbb\xbe",
 	};
 
@@ -245,11 +252,20 @@ static void test_folded_writes_malformed_bytes_as_hex(void **state)
 {
 	(void)state;
 	/* a lone 0x9b is CSI to an 8-bit terminal; the output stays valid UTF-8 */
-	check(escape_folded, "a\x9b" "b\xff", "a\\x9bb\\xff");
+	check(escape_folded,
+	      "a\x9b"
+	      "b\xff",
+	      "a\\x9bb\\xff");
 	check(escape_folded, "\xc0\xaf\xed\xa0\x80", "\\xc0\\xaf\\xed\\xa0\\x80");
 	check(escape_folded, "end\xe2\x82", "end\\xe2\\x82");
-	check(escape_json, "a\x9b" "b", "a\\ufffdb");
-	check(escape_html, "a\x9b" "b", "a" FFFD "b");
+	check(escape_json,
+	      "a\x9b"
+	      "b",
+	      "a\\ufffdb");
+	check(escape_html,
+	      "a\x9b"
+	      "b",
+	      "a" FFFD "b");
 }
 
 int main(void)

@@ -47,8 +47,9 @@ static bool run(const struct pw_filter *f, const int64_t *args, int64_t ret, int
 
 				top = in->cmp == PW_FCMP_NE ? !eq : eq;
 			} else {
-				v = in->field == PW_FF_ARG ? args[in->arg]
-				    : in->field == PW_FF_RET ? ret : pid;
+				v = in->field == PW_FF_ARG   ? args[in->arg]
+				    : in->field == PW_FF_RET ? ret
+							     : pid;
 				top = in->cmp == PW_FCMP_EQ   ? v == in->value
 				      : in->cmp == PW_FCMP_NE ? v != in->value
 				      : in->cmp == PW_FCMP_LT ? v < in->value
@@ -85,9 +86,9 @@ static void test_programs_evaluate_like_the_expression(void **state)
 	assert_true(run(&fs.prog[1], a, 0, 0, "x"));
 	assert_false(run(&fs.prog[1], b, 0, 0, "x"));
 	assert_int_equal(compile("!(arg0 == 1) || arg2 < 0 && arg1 >= 7"), 0);
-	assert_true(run(&fs.prog[1], a, 0, 0, "x"));  /* arg2 < 0 && arg1 >= 7 */
-	assert_true(run(&fs.prog[1], b, 0, 0, "x"));  /* !(arg0 == 1) */
-	assert_int_equal(compile("5 < arg2"), 0); /* swapped: arg2 > 5 */
+	assert_true(run(&fs.prog[1], a, 0, 0, "x")); /* arg2 < 0 && arg1 >= 7 */
+	assert_true(run(&fs.prog[1], b, 0, 0, "x")); /* !(arg0 == 1) */
+	assert_int_equal(compile("5 < arg2"), 0);    /* swapped: arg2 > 5 */
 	assert_false(run(&fs.prog[1], b, 0, 0, "x"));
 	assert_int_equal(compile("0x2 <= arg0 && comm == \"python3\" && pid != 4"), 0);
 	assert_true(run(&fs.prog[1], b, 0, 9, "python3"));

@@ -72,9 +72,11 @@ static void test_310_311_holder_is_tstate_current(void **state)
 		put64(RUNTIME + cfg.off.gil_ptr, TSTATE_A);
 		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_A), TSTATE_A),
 				 PW_SF_GIL_KNOWN | PW_SF_GIL_HELD);
-		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_B), TSTATE_B), PW_SF_GIL_KNOWN);
+		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_B), TSTATE_B),
+				 PW_SF_GIL_KNOWN);
 		put64(RUNTIME + cfg.off.gil_ptr, 0); /* released, nobody took it yet */
-		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_A), TSTATE_A), PW_SF_GIL_KNOWN);
+		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_A), TSTATE_A),
+				 PW_SF_GIL_KNOWN);
 		cfg.runtime_addr = MEM_BASE + MEM_SIZE; /* unreadable: cannot tell */
 		assert_int_equal(pw_gil_flags(&cfg, image(&cfg, TSTATE_A), TSTATE_A), 0);
 	}
@@ -120,10 +122,13 @@ static void build(uint64_t version, bool with_gil)
 	memcpy(dbg, "xdebugpy", 8);
 	dbg_put(8, version);
 	if (minor == 13) {
-		static const uint16_t pos[] = { 40, 64, 72, 168, 184, 200, 208, 232, 240, 248, 264,
-						280, 288, 296, 304, 312, 344, 520, 528, 544, 552, 560 };
-		static const uint64_t val[] = { 632, 7264, 7344, 8,  72,  160, 232, 8,	 0,  56, 70,
-						112, 120,  128,	 136, 68, 200, 16,  32, 32, 16, 40 };
+		static const uint16_t pos[] = { 40,  64,  72,  168, 184, 200, 208, 232,
+						240, 248, 264, 280, 288, 296, 304, 312,
+						344, 520, 528, 544, 552, 560 };
+		static const uint64_t val[] = {
+			632, 7264, 7344, 8,   72, 160, 232, 8,	0,  56, 70,
+			112, 120,  128,	 136, 68, 200, 16,  32, 32, 16, 40
+		};
 
 		for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++)
 			dbg_put(pos[i], val[i]);
@@ -135,20 +140,22 @@ static void build(uint64_t version, bool with_gil)
 			dbg_put(144, 7760); /* gil_runtime_state_holder */
 		}
 	} else {
-		static const uint16_t pos14[] = { 40, 64, 72, 192, 208, 224, 232, 256, 264, 272, 288,
-						  320, 328, 336, 344, 352, 384, 600, 608, 624, 632, 640 };
-		static const uint64_t val14[] = { 808, 7272, 7344, 8,	72,  160, 232, 8,  0,  56, 74,
-						  112, 120,  128,  136, 68, 208, 16,  32, 32, 16, 40 };
+		static const uint16_t pos14[] = { 40,  64,  72,	 192, 208, 224, 232, 256,
+						  264, 272, 288, 320, 328, 336, 344, 352,
+						  384, 600, 608, 624, 632, 640 };
+		static const uint64_t val14[] = { 808, 7272, 7344, 8,	72,  160, 232, 8,
+						  0,   56,   74,   112, 120, 128, 136, 68,
+						  208, 16,   32,   32,	16,  40 };
 		static const uint16_t pos15[] = { 40,  64,  72,	 192, 208, 216, 248, 256,
 						  320, 328, 336, 352, 384, 392, 400, 408,
 						  416, 448, 696, 704, 720, 728, 736, 744 };
-		static const uint64_t val15[] = { 936, 7264, 7336, 8,	72,  80, 184, 256,
-						  8,   0,    56,   74,	112, 120, 128, 136,
-						  68,  208,  16,   32,	32,  16,  40,  56 };
+		static const uint64_t val15[] = { 936, 7264, 7336, 8,  72,  80,	 184, 256,
+						  8,   0,    56,   74, 112, 120, 128, 136,
+						  68,  208,  16,   32, 32,  16,	 40,  56 };
 		const uint16_t *pos = minor == 14 ? pos14 : pos15;
 		const uint64_t *val = minor == 14 ? val14 : val15;
-		size_t n = minor == 14 ? sizeof(pos14) / sizeof(pos14[0]) :
-					 sizeof(pos15) / sizeof(pos15[0]);
+		size_t n = minor == 14 ? sizeof(pos14) / sizeof(pos14[0])
+				       : sizeof(pos15) / sizeof(pos15[0]);
 
 		for (size_t i = 0; i < n; i++)
 			dbg_put(pos[i], val[i]);
@@ -156,8 +163,8 @@ static void build(uint64_t version, bool with_gil)
 		dbg_put(minor == 14 ? 408 : 472, 8);
 		dbg_put(minor == 14 ? 464 : 560, 16);
 		if (with_gil) {
-			dbg_put(200, 16);			  /* thread_state.interp */
-			dbg_put(120, 16);			  /* ceval_gil */
+			dbg_put(200, 16);			 /* thread_state.interp */
+			dbg_put(120, 16);			 /* ceval_gil */
 			dbg_put(128, minor == 14 ? 7784 : 7736); /* gil_runtime_state */
 			dbg_put(144, minor == 14 ? 7800 : 7752); /* _locked */
 			dbg_put(152, minor == 14 ? 7792 : 7744); /* _holder */
@@ -229,15 +236,18 @@ static void test_missing_or_odd_gil_offsets_cannot_tell(void **state)
 		struct py_version v;
 		char why[256] = "";
 
-		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+				 0);
 		assert_int_equal(v.cfg.gil_kind, PW_GIL_NONE);
 		build(0x030e0af0, true);
 		dbg_put(200, 4000); /* thread_state.interp past what the sampler reads */
-		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+				 0);
 		assert_int_equal(v.cfg.gil_kind, PW_GIL_NONE);
 		build(0x030f02f0, true);
 		dbg_put(272, 38); /* a misaligned flag: the struct is used instead */
-		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+		assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
+				 0);
 		assert_int_equal(v.cfg.gil_kind, PW_GIL_STRUCT);
 	}
 }

@@ -157,9 +157,9 @@ static void test_removal_shifts_entries_back_across_the_end_of_the_table(void **
 	remove_id(&h, 0);
 	for (uint32_t i = 0; i < 5; i++)
 		insert(&h, 10 + i, 2000 + i, last - (i & 1)); /* homes 63 and 62 */
-	insert(&h, 20, 3000, 0);			     /* home 0, pushed on by the wrap */
+	insert(&h, 20, 3000, 0);			      /* home 0, pushed on by the wrap */
 	insert(&h, 21, 3001, 1);
-	insert(&h, 22, 3002, 64 + 63);		     /* home 63 as well: high bits differ */
+	insert(&h, 22, 3002, 64 + 63); /* home 63 as well: high bits differ */
 	check(&h);
 	assert_int_not_equal(h.ids[0], EMPTY);
 	assert_int_not_equal(h.ids[3], EMPTY);

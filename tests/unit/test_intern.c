@@ -74,7 +74,8 @@ static void test_removed_ids_are_reused_and_others_stay(void **state)
 	for (uint32_t i = 0; i < 100; i += 2)
 		assert_int_equal(intern_remove(&t, i % 3, i), 0);
 	for (uint32_t i = 0; i < 100; i++)
-		assert_int_equal(intern_find(&t, i % 3, &(struct pair){ i, 0 }), i % 2 ? (int64_t)i : -1);
+		assert_int_equal(intern_find(&t, i % 3, &(struct pair){ i, 0 }),
+				 i % 2 ? (int64_t)i : -1);
 	/* 50 new items fill the 50 holes: the table does not grow */
 	for (uint32_t i = 0; i < 50; i++) {
 		int64_t id = intern_add(&t, 9, &(struct pair){ 1000 + i, 0 });

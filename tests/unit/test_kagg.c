@@ -21,9 +21,10 @@ struct kfx {
 static struct kfx kfx_new(void)
 {
 	struct kagg *k = kagg__new();
-	struct kfx kf = { .k = k, .fx = fx_new(&(struct profile_opts){ .on_stack = kagg__on_stack,
-									.on_stack_ctx = k },
-					       "proc") };
+	struct kfx kf = { .k = k,
+			  .fx = fx_new(&(struct profile_opts){ .on_stack = kagg__on_stack,
+							       .on_stack_ctx = k },
+				       "proc") };
 
 	assert_non_null(k);
 	return kf;
@@ -52,15 +53,20 @@ static void first(struct kfx *kf, uint32_t gen, uint64_t stack, uint32_t target,
 	struct pw_frame *frames = (struct pw_frame *)(h + 1);
 
 	*f = (struct pw_agg_first){ .kind = PW_REC_AGG_FIRST, .gen = gen, .stack = stack };
-	*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE, .nframes = n, .target = target,
-				     .pid = (uint32_t)getpid(), .tid = tid, .probe = 1,
+	*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE,
+				     .nframes = n,
+				     .target = target,
+				     .pid = (uint32_t)getpid(),
+				     .tid = tid,
+				     .probe = 1,
 				     .weight = weight };
 	for (uint32_t i = 0; i < n; i++) {
 		const uint8_t *co = (const uint8_t *)(uintptr_t)codes[n - 1 - i];
 		__u64 words[PW_CODE_TAG_WORDS] = { 0 };
 
 		memcpy(words, co + FX_TAG_OFF, FX_TAG_SIZE);
-		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i], .instr = PW_INSTR_NONE,
+		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i],
+					       .instr = PW_INSTR_NONE,
 					       .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
 	}
 	assert_int_equal(kagg__first(kf->k, kf->fx->p, f, size, count, kf->fx->p), 0);
@@ -70,8 +76,9 @@ static void first(struct kfx *kf, uint32_t gen, uint64_t stack, uint32_t target,
 static void credit(struct kfx *kf, uint32_t gen, uint64_t stack, uint32_t target, uint32_t tid,
 		   uint32_t n, uint64_t hits, uint64_t weight)
 {
-	struct pw_agg_key key = { .stack = stack, .nframes = n, .target = target, .tid = tid,
-				  .probe = 1 };
+	struct pw_agg_key key = {
+		.stack = stack, .nframes = n, .target = target, .tid = tid, .probe = 1
+	};
 	struct pw_agg_val val = { .hits = hits, .weight = weight, .defined = 1 };
 
 	assert_int_equal(kagg__credit(kf->k, kf->fx->p, gen, &key, &val), 0);

@@ -49,8 +49,10 @@ static void kernel_sample(struct fx *fx, struct xstack *xs, const uint64_t *code
 			  const uint64_t *ips, uint32_t nips, uint64_t t, bool ship_stack,
 			  bool ship_sample)
 {
-	struct pw_kstack ks = { .hdr = { .kind = PW_REC_KSTACK, .tid = (uint32_t)gettid(),
-					 .time_ns = t, .len = nips * 8 } };
+	struct pw_kstack ks = { .hdr = { .kind = PW_REC_KSTACK,
+					 .tid = (uint32_t)gettid(),
+					 .time_ns = t,
+					 .len = nips * 8 } };
 	struct pw_sample_hdr *h;
 	size_t size, out_size;
 	const void *out;

@@ -45,8 +45,8 @@ static void test_real_vectors(void **state)
 
 		for (u = 0; u < tv->n_units; u++) {
 			int line = -12345;
-			int rc = linetable_line_for(tv->fmt, tab, tv->table_len,
-						    tv->firstlineno, u, &line);
+			int rc = linetable_line_for(tv->fmt, tab, tv->table_len, tv->firstlineno, u,
+						    &line);
 
 			checked++;
 			if (rc != 0 || line != tv->lines[u]) {
@@ -68,17 +68,15 @@ static void test_past_end(void **state)
 	(void)state;
 	for (v = 0; v < N_VECTORS; v++) {
 		const struct lt_vector *tv = &lt_vectors[v];
-		const uint32_t past[] = { tv->n_units, tv->n_units + 1,
-					  tv->n_units + 1000, UINT32_MAX };
+		const uint32_t past[] = { tv->n_units, tv->n_units + 1, tv->n_units + 1000,
+					  UINT32_MAX };
 		size_t i;
 
 		for (i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
 			int line = -12345;
 
-			assert_int_equal(linetable_line_for(tv->fmt, tv->table,
-							    tv->table_len,
-							    tv->firstlineno,
-							    past[i], &line),
+			assert_int_equal(linetable_line_for(tv->fmt, tv->table, tv->table_len,
+							    tv->firstlineno, past[i], &line),
 					 -ERANGE);
 			assert_int_equal(line, -12345);
 		}
@@ -110,8 +108,8 @@ static void test_truncated(void **state)
 				/* every unit near both ends, a stride in between */
 				if (u > 8 && u + 8 < tv->n_units && u % stride)
 					continue;
-				rc = linetable_line_for(tv->fmt, tab, cut,
-							tv->firstlineno, u, &line);
+				rc = linetable_line_for(tv->fmt, tab, cut, tv->firstlineno, u,
+							&line);
 				calls++;
 				assert_true(rc_ok(rc));
 				if (rc == 0) {
@@ -146,8 +144,7 @@ static uint64_t rng(void)
  */
 static void test_garbage(void **state)
 {
-	static const int firsts[] = { 1, 0, -1, INT_MAX, INT_MIN, INT_MAX - 3,
-				      INT_MIN + 3, 70000 };
+	static const int firsts[] = { 1, 0, -1, INT_MAX, INT_MIN, INT_MAX - 3, INT_MIN + 3, 70000 };
 	size_t iter, n_ok = 0, n_inval = 0, n_range = 0;
 
 	(void)state;
@@ -179,9 +176,8 @@ static void test_garbage(void **state)
 			for (a = 0; a < sizeof(addrs) / sizeof(addrs[0]); a++) {
 				int line = 0;
 				int first = firsts[rng() % (sizeof(firsts) / sizeof(firsts[0]))];
-				int rc = linetable_line_for((enum linetable_format)fmt,
-							    tab, len, first, addrs[a],
-							    &line);
+				int rc = linetable_line_for((enum linetable_format)fmt, tab, len,
+							    first, addrs[a], &line);
 
 				assert_true(rc_ok(rc));
 				n_ok += rc == 0;
@@ -191,14 +187,13 @@ static void test_garbage(void **state)
 		}
 		free(tab);
 	}
-	print_message("garbage: %zu ok, %zu -EINVAL, %zu -ERANGE\n",
-		      n_ok, n_inval, n_range);
+	print_message("garbage: %zu ok, %zu -EINVAL, %zu -ERANGE\n", n_ok, n_inval, n_range);
 	/* The corpus must actually exercise all three outcomes. */
 	assert_true(n_ok > 0 && n_inval > 0 && n_range > 0);
 }
 
-static int lookup(enum linetable_format fmt, const uint8_t *t, size_t len,
-		  int first, uint32_t addrq, int *line)
+static int lookup(enum linetable_format fmt, const uint8_t *t, size_t len, int first,
+		  uint32_t addrq, int *line)
 {
 	uint8_t *tab = dup_exact(t, len);
 	int rc = linetable_line_for(fmt, tab, len, first, addrq, line);
@@ -243,8 +238,7 @@ static void test_pep626_edges(void **state)
 	assert_int_equal(lookup(LINETABLE_PEP626, odd, 3, 1, 1, &line), -EINVAL);
 
 	/* line leaving int range is malformed, not UB */
-	assert_int_equal(lookup(LINETABLE_PEP626, zero, 6, INT_MAX - 10, 0, &line),
-			 -EINVAL);
+	assert_int_equal(lookup(LINETABLE_PEP626, zero, 6, INT_MAX - 10, 0, &line), -EINVAL);
 }
 
 static void test_location_edges(void **state)
@@ -253,7 +247,9 @@ static void test_location_edges(void **state)
 	static const uint8_t lng[] = { 0x80 | (14 << 3) | 1, 6, 0, 1, 2 };
 	/* no-columns form, line -70000: zigzag 140001 = 0x222e1 */
 	static const uint8_t far[] = {
-		0x80 | (13 << 3), 0x40 | (140001 & 63), 0x40 | ((140001 >> 6) & 63),
+		0x80 | (13 << 3),
+		0x40 | (140001 & 63),
+		0x40 | ((140001 >> 6) & 63),
 		(140001 >> 12) & 63,
 	};
 	/* max 32-bit svarint: 6 bytes, value 0xffffffff -> -(2^31 - 1) */
@@ -291,11 +287,10 @@ static void test_location_edges(void **state)
 	assert_int_equal(line, 1);
 
 	assert_int_equal(lookup(LINETABLE_LOCATION, max32, 7, INT_MAX, 0, &line), 0);
-	assert_int_equal(line, 0);	/* INT_MAX - (2^31 - 1) */
+	assert_int_equal(line, 0); /* INT_MAX - (2^31 - 1) */
 	assert_int_equal(lookup(LINETABLE_LOCATION, max32, 7, 0, 0, &line), 0);
 	assert_int_equal(line, -INT_MAX);
-	assert_int_equal(lookup(LINETABLE_LOCATION, max32, 7, INT_MIN, 0, &line),
-			 -EINVAL);
+	assert_int_equal(lookup(LINETABLE_LOCATION, max32, 7, INT_MIN, 0, &line), -EINVAL);
 	assert_int_equal(lookup(LINETABLE_LOCATION, over32, 7, 1, 0, &line), -EINVAL);
 	assert_int_equal(lookup(LINETABLE_LOCATION, endless, 9, 1, 0, &line), -EINVAL);
 
@@ -320,27 +315,19 @@ static void test_api_edges(void **state)
 	int line = 0;
 
 	(void)state;
-	assert_int_equal(linetable_line_for(LINETABLE_PEP626, NULL, 0, 1, 0, &line),
-			 -ERANGE);
-	assert_int_equal(linetable_line_for(LINETABLE_LOCATION, NULL, 0, 1, 0, &line),
-			 -ERANGE);
-	assert_int_equal(linetable_line_for(LINETABLE_PEP626, NULL, 2, 1, 0, &line),
-			 -EINVAL);
-	assert_int_equal(linetable_line_for(LINETABLE_PEP626, t, 2, 1, 0, NULL),
-			 -EINVAL);
-	assert_int_equal(linetable_line_for((enum linetable_format)7, t, 2, 1, 0,
-					    &line), -EINVAL);
+	assert_int_equal(linetable_line_for(LINETABLE_PEP626, NULL, 0, 1, 0, &line), -ERANGE);
+	assert_int_equal(linetable_line_for(LINETABLE_LOCATION, NULL, 0, 1, 0, &line), -ERANGE);
+	assert_int_equal(linetable_line_for(LINETABLE_PEP626, NULL, 2, 1, 0, &line), -EINVAL);
+	assert_int_equal(linetable_line_for(LINETABLE_PEP626, t, 2, 1, 0, NULL), -EINVAL);
+	assert_int_equal(linetable_line_for((enum linetable_format)7, t, 2, 1, 0, &line), -EINVAL);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_real_vectors),
-		cmocka_unit_test(test_past_end),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_pep626_edges),
-		cmocka_unit_test(test_location_edges),
+		cmocka_unit_test(test_real_vectors), cmocka_unit_test(test_past_end),
+		cmocka_unit_test(test_truncated),    cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_pep626_edges), cmocka_unit_test(test_location_edges),
 		cmocka_unit_test(test_api_edges),
 	};
 

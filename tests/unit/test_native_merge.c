@@ -125,17 +125,20 @@ static const char *find(const uint64_t *sp, const char *named, const uint64_t *s
 	static char out[32];
 	uint32_t n = (uint32_t)strlen(named);
 	bool named_eval[16] = { false }, is_eval[16] = { false };
-	struct native_evidence ev = { .has_shims = true, .shim = shim, .nshims = nshims,
-				      .kept = nshims, .loop_named = loop_named };
+	struct native_evidence ev = { .has_shims = true,
+				      .shim = shim,
+				      .nshims = nshims,
+				      .kept = nshims,
+				      .loop_named = loop_named };
 	enum native_evals r;
 
 	for (uint32_t i = 0; i < n; i++)
 		named_eval[i] = named[i] == 'E';
 	r = native_find_evals(sp, named_eval, n, &ev, is_eval);
 	if (r != NATIVE_EVALS_FOUND)
-		return r == NATIVE_EVALS_MISMATCH ? "mismatch" :
-		       r == NATIVE_EVALS_DEEP	  ? "deep" :
-						    "unnamed";
+		return r == NATIVE_EVALS_MISMATCH ? "mismatch"
+		       : r == NATIVE_EVALS_DEEP	  ? "deep"
+						  : "unnamed";
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = is_eval[i] ? '1' : '0';
 	out[n] = 0;
@@ -222,8 +225,9 @@ static void test_more_entry_frames_than_kept_is_its_own_reason(void **state)
 {
 	const uint64_t shim[2] = { 0x1c40, 0x1f80 };
 	bool named_eval[6] = { false }, is_eval[6];
-	struct native_evidence ev = { .has_shims = true, .shim = shim, .nshims = 3, .kept = 2,
-				      .loop_named = true };
+	struct native_evidence ev = {
+		.has_shims = true, .shim = shim, .nshims = 3, .kept = 2, .loop_named = true
+	};
 
 	(void)state;
 	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval), NATIVE_EVALS_DEEP);
@@ -251,10 +255,10 @@ static void test_without_entry_frames_names_decide(void **state)
 	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval), NATIVE_EVALS_FOUND);
 	assert_true(is_eval[1] && is_eval[4] && !is_eval[0] && !is_eval[2] && !is_eval[5]);
 	ev.loop_named = false;
-	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval),
-			 NATIVE_EVALS_UNNAMED);
-	ev = (struct native_evidence){ .has_shims = true, .shim = shim, .nshims = 2, .kept = 2,
-				       .loop_named = false };
+	assert_int_equal(native_find_evals(SP, named_eval, 6, &ev, is_eval), NATIVE_EVALS_UNNAMED);
+	ev = (struct native_evidence){
+		.has_shims = true, .shim = shim, .nshims = 2, .kept = 2, .loop_named = false
+	};
 	assert_int_equal(native_find_evals(sp_unknown, named_eval, 6, &ev, is_eval),
 			 NATIVE_EVALS_UNNAMED);
 	ev.loop_named = true;

@@ -36,25 +36,30 @@ static int emit(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
-static struct rec sample(uint32_t tid, uint32_t target, uint64_t t, uint16_t probe,
-			 uint64_t weight)
+static struct rec sample(uint32_t tid, uint32_t target, uint64_t t, uint16_t probe, uint64_t weight)
 {
-	struct rec r = { .h = { .kind = PW_REC_SAMPLE, .nframes = 2, .time_ns = t, .pid = 7,
-				.tid = tid, .target = target, .probe = probe,
+	struct rec r = { .h = { .kind = PW_REC_SAMPLE,
+				.nframes = 2,
+				.time_ns = t,
+				.pid = 7,
+				.tid = tid,
+				.target = target,
+				.probe = probe,
 				.weight = weight } };
 	return r;
 }
 
 static struct pw_offcpu_rec resumed(uint32_t tid, uint32_t target, uint64_t ns, uint32_t why)
 {
-	return (struct pw_offcpu_rec){ .kind = PW_REC_OFFCPU, .tid = tid, .off_ns = ns,
-				       .target = target, .block = why };
+	return (struct pw_offcpu_rec){
+		.kind = PW_REC_OFFCPU, .tid = tid, .off_ns = ns, .target = target, .block = why
+	};
 }
 
 static void check_buckets(const struct offcpu_stats *st)
 {
-	assert_int_equal(st->held, st->counted + st->short_blocks + st->open_at_end +
-					   st->replaced + st->over_budget + st->ended);
+	assert_int_equal(st->held, st->counted + st->short_blocks + st->open_at_end + st->replaced +
+					   st->over_budget + st->ended);
 }
 
 static void test_a_held_stack_weighs_its_time_off_cpu(void **state)
@@ -87,7 +92,8 @@ static void test_short_lost_other_lifetime_and_budget(void **state)
 	size_t one = sizeof(struct rec);
 	struct offcpu *o = offcpu__new(1000, 2 * one);
 	struct emitted e = { 0 };
-	struct rec a = sample(1, 3, 100, PW_PROBE_OFFCPU, 0), b = sample(2, 3, 100, PW_PROBE_OFFCPU, 0),
+	struct rec a = sample(1, 3, 100, PW_PROBE_OFFCPU, 0),
+		   b = sample(2, 3, 100, PW_PROBE_OFFCPU, 0),
 		   c = sample(3, 3, 100, PW_PROBE_OFFCPU, 0);
 	struct pw_offcpu_rec shortr = resumed(1, 3, 999, PW_BLOCK_SLEEP),
 			     other = resumed(2, 4, 5000, PW_BLOCK_SLEEP);

@@ -124,14 +124,24 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 	fx->t.id = 1;
 	snprintf(fx->t.comm, sizeof(fx->t.comm), "%s", process_name);
 	fx->t.ver.obj = (struct py_objlayout){
-		.co_filename = FX_CO_FILENAME, .co_name = FX_CO_NAME,
-		.co_qualname = FX_CO_QUALNAME, .co_linetable = FX_CO_LINETABLE,
-		.co_firstlineno = FX_CO_FIRSTLINENO, .co_read_size = FX_CO_SIZE,
-		.str_length = FX_STR_LENGTH, .str_state = FX_STR_STATE,
-		.str_ascii_data = FX_STR_ASCII_DATA, .str_compact_data = FX_STR_COMPACT_DATA,
-		.bytes_size = FX_BYTES_SIZE, .bytes_data = FX_BYTES_DATA,
-		.str_kind_shift = 2, .ob_type = 8, .lt_format = LINETABLE_LOCATION,
-		.tag_off = FX_TAG_OFF, .tag_mask = FX_TAG_MASK, .tag_size = FX_TAG_SIZE,
+		.co_filename = FX_CO_FILENAME,
+		.co_name = FX_CO_NAME,
+		.co_qualname = FX_CO_QUALNAME,
+		.co_linetable = FX_CO_LINETABLE,
+		.co_firstlineno = FX_CO_FIRSTLINENO,
+		.co_read_size = FX_CO_SIZE,
+		.str_length = FX_STR_LENGTH,
+		.str_state = FX_STR_STATE,
+		.str_ascii_data = FX_STR_ASCII_DATA,
+		.str_compact_data = FX_STR_COMPACT_DATA,
+		.bytes_size = FX_BYTES_SIZE,
+		.bytes_data = FX_BYTES_DATA,
+		.str_kind_shift = 2,
+		.ob_type = 8,
+		.lt_format = LINETABLE_LOCATION,
+		.tag_off = FX_TAG_OFF,
+		.tag_mask = FX_TAG_MASK,
+		.tag_size = FX_TAG_SIZE,
 		.tag_name_word = 0xff,
 	};
 	fx->empty_bytes = (uint64_t)(uintptr_t)fx_alloc(fx, FX_BYTES_DATA + 8);
@@ -145,9 +155,8 @@ FX_API struct fx *fx_new(const struct profile_opts *opts, const char *process_na
 /* A sample record (malloc'ed, *size bytes) of trace's probe `probe` (0: the sampler)
  * weighing `weight` (0: one), of the stack codes[0..n) (root first) in thread `tid` (0:
  * ours), at fx->time_ns, with the tags the BPF walker would read. */
-FX_API struct pw_sample_hdr *fx_record(struct fx *fx, uint32_t probe, uint64_t weight,
-				       uint32_t tid, const uint64_t *codes, uint32_t n,
-				       size_t *size)
+FX_API struct pw_sample_hdr *fx_record(struct fx *fx, uint32_t probe, uint64_t weight, uint32_t tid,
+				       const uint64_t *codes, uint32_t n, size_t *size)
 {
 	struct pw_sample_hdr *h;
 	struct pw_frame *frames;
@@ -171,7 +180,8 @@ FX_API struct pw_sample_hdr *fx_record(struct fx *fx, uint32_t probe, uint64_t w
 
 		/* the tag the BPF walker reads at sample time */
 		memcpy(words, co + FX_TAG_OFF, FX_TAG_SIZE);
-		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i], .instr = PW_INSTR_NONE,
+		frames[i] = (struct pw_frame){ .code = codes[n - 1 - i],
+					       .instr = PW_INSTR_NONE,
 					       .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
 	}
 	return h;
@@ -278,14 +288,12 @@ FX_API void fx_write_file(const struct fx *fx, int (*write)(FILE *, const struct
 
 /* Names no writer may let escape its syntax (what a hostile target can choose). */
 static const char *const fx_hostile[] __attribute__((unused)) = {
-	"semi;colon",
-	"new\nline\r\ttab",
-	"quote\"apos'back\\slash",
-	"<b>&amp;</b>",
-	"</script><script>window.__pwned=1</script>",
-	"<!-- comment",
+	"semi;colon", "new\nline\r\ttab", "quote\"apos'back\\slash", "<b>&amp;</b>",
+	"</script><script>window.__pwned=1</script>", "<!-- comment",
 	/* "üïcödé 函数 🔥" */
-	"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "d\xc3\xa9 \xe5\x87\xbd\xe6\x95\xb0 \xf0\x9f\x94\xa5",
+	"\xc3\xbcn\xc3\xaf"
+	"c\xc3\xb6"
+	"d\xc3\xa9 \xe5\x87\xbd\xe6\x95\xb0 \xf0\x9f\x94\xa5",
 	"ctl\x01\x1f\x7f end",
 	"line\xe2\x80\xa8sep\xe2\x80\xa9para", /* U+2028/U+2029 end JavaScript lines */
 };
@@ -342,9 +350,10 @@ FX_API bool fx_json_string(struct fx_json *j)
 			continue;
 		}
 		/* UTF-8: lead byte, then 1-3 continuation bytes */
-		int extra = (c & 0xe0) == 0xc0 ? 1 :
-			    (c & 0xf0) == 0xe0 ? 2 :
-			    (c & 0xf8) == 0xf0 ? 3 : -1;
+		int extra = (c & 0xe0) == 0xc0	 ? 1
+			    : (c & 0xf0) == 0xe0 ? 2
+			    : (c & 0xf8) == 0xf0 ? 3
+						 : -1;
 
 		if (extra < 0 || c == 0xc0 || c == 0xc1 || j->p + extra >= j->end)
 			return false;

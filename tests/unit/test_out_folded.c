@@ -113,7 +113,8 @@ static struct fx *by_function_fixture(bool by_function)
 	uint64_t mod = fx_code(fx, "<module>", "/app.py", 1);
 	uint64_t pub[3] = { fx_code(fx, "pub", "/app.py", 10), fx_code(fx, "pub", "/app.py", 12),
 			    fx_code(fx, "pub", "/app.py", 14) };
-	uint64_t emit[2] = { fx_code(fx, "emit", "/app.py", 20), fx_code(fx, "emit", "/app.py", 23) };
+	uint64_t emit[2] = { fx_code(fx, "emit", "/app.py", 20),
+			     fx_code(fx, "emit", "/app.py", 23) };
 
 	for (int i = 0; i < 3; i++) {
 		fx_sample(fx, 0, (uint64_t[]){ mod, pub[i] }, 2, 1 + i);
@@ -176,12 +177,14 @@ static void test_folded_by_function_adds_up_the_lines(void **state)
 	struct fx *lines = by_function_fixture(false), *funcs = by_function_fixture(true);
 	struct fn_total lt[8] = { 0 }, ft[8] = { 0 };
 	size_t len, nl, nf, lrows, frows;
-	char *lo = fx_write(lines, out_folded_write, &len), *fo = fx_write(funcs, out_folded_write, &len);
+	char *lo = fx_write(lines, out_folded_write, &len),
+	     *fo = fx_write(funcs, out_folded_write, &len);
 
 	(void)state;
 	assert_non_null(lo);
 	assert_non_null(fo);
-	assert_non_null(strstr(fo, "<module> (/app.py:1);pub (/app.py:10);emit (/app.py:20) 123\n"));
+	assert_non_null(
+		strstr(fo, "<module> (/app.py:1);pub (/app.py:10);emit (/app.py:20) 123\n"));
 	assert_non_null(strstr(fo, "<module> (/app.py:1);pub (/app.py:10) 6\n"));
 	nl = function_totals(lo, lt, 8, &lrows);
 	nf = function_totals(fo, ft, 8, &frows);

@@ -52,8 +52,8 @@ static void test_formats_unknown_or_misleading_paths(void **state)
 {
 	(void)state;
 	assert_null(by_path("out"));
-	assert_null(by_path("out.gz"));	    /* gzip of what? */
-	assert_null(by_path(".json"));	    /* a hidden file, not an extension */
+	assert_null(by_path("out.gz"));	      /* gzip of what? */
+	assert_null(by_path(".json"));	      /* a hidden file, not an extension */
 	assert_null(by_path("dir.html/out")); /* a directory's name says nothing */
 	assert_null(by_path("out.html/"));
 	assert_null(by_path(""));

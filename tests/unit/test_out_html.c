@@ -53,9 +53,10 @@ static void test_html_tree_merges_prefixes_sorted_by_name(void **state)
 	data = data_block(page, &dlen);
 	assert_true(fx_json_valid(data, dlen));
 	/* strings and frames in order of first use; children by name: aux before work */
-	assert_non_null(strstr(data, "\"unit\":\"samples\",\"total\":6,\"root_self\":0,\"frequency_hz\":99,"
-				     "\"period_ns\":10101010,\"start_ns\":1700000000000000000,"
-				     "\"duration_ns\":2000000000,\n"));
+	assert_non_null(
+		strstr(data, "\"unit\":\"samples\",\"total\":6,\"root_self\":0,\"frequency_hz\":99,"
+			     "\"period_ns\":10101010,\"start_ns\":1700000000000000000,"
+			     "\"duration_ns\":2000000000,\n"));
 	assert_non_null(strstr(data, "\"strings\":[\n\"main\",\n\"/app.py\",\n\"work\",\n"
 				     "\"aux\"],\n"
 				     "\"frames\":[0,1,3,2,1,7,3,1,9],\n"

@@ -238,7 +238,7 @@ static void decode(const void *buf, size_t len, struct req *r)
 		assert_non_null(r->strings[i]);
 		memcpy(r->strings[i], f->p, f->v);
 		assert_int_equal(strlen(r->strings[i]), f->v); /* no NUL inside */
-		for (size_t j = 0; j < i; j++) /* no duplicates */
+		for (size_t j = 0; j < i; j++)		       /* no duplicates */
 			assert_string_not_equal(r->strings[i], r->strings[j]);
 	}
 	r->str_used = calloc(r->nstrings, sizeof(*r->str_used));
@@ -330,8 +330,8 @@ struct tables {
 	bool loc_used[64], fn_used[64], attr_used[64], stack_used[64];
 };
 
-static void function_text(struct req *r, struct tables *t, uint64_t fi, int64_t line,
-			  char *out, size_t size)
+static void function_text(struct req *r, struct tables *t, uint64_t fi, int64_t line, char *out,
+			  size_t size)
 {
 	struct pbm fn;
 	const char *name, *file, *sys;
@@ -351,8 +351,7 @@ static void function_text(struct req *r, struct tables *t, uint64_t fi, int64_t 
 }
 
 /* The Location's one attribute is profile.frame.type = `want`. */
-static void frame_type_is(struct req *r, struct tables *t, const struct pbm *loc,
-			  const char *want)
+static void frame_type_is(struct req *r, struct tables *t, const struct pbm *loc, const char *want)
 {
 	uint64_t ai[2];
 	struct pbm kvu, v;
@@ -434,8 +433,7 @@ static size_t decode_samples(struct req *r, struct dsample *out, size_t max)
 	size_t n = count(&r->profile, 2);
 	uint32_t tables[] = { D_LOCATION, D_FUNCTION, D_ATTRIBUTE, D_STACK };
 
-	assert_true(n <= max && t.nlocs <= 64 && t.nfns <= 64 && t.nattrs <= 64 &&
-		    t.nstacks <= 64);
+	assert_true(n <= max && t.nlocs <= 64 && t.nfns <= 64 && t.nattrs <= 64 && t.nstacks <= 64);
 	for (size_t i = 0; i < n; i++)
 		decode_sample(r, &t, i, &out[i]);
 	for (size_t i = 1; i < t.nlocs; i++)
@@ -614,8 +612,9 @@ static void test_otlp_only_the_named_process(void **state)
 		assert_null(strstr(r.strings[i], "main"));
 	req_free(&r);
 	free(out);
-	assert_int_equal(out_otlp_encode(fx->p, &(struct out_otlp_opts){ .proc = 2 },
-					 (void **)&out, &len), -EINVAL);
+	assert_int_equal(
+		out_otlp_encode(fx->p, &(struct out_otlp_opts){ .proc = 2 }, (void **)&out, &len),
+		-EINVAL);
 	assert_null(out);
 	fx_free(fx);
 }
@@ -627,8 +626,11 @@ static bool valid_utf8(const char *s)
 
 	while (*p) {
 		uint32_t cp;
-		int extra = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 :
-			    (*p & 0xf8) == 0xf0 ? 3 : -1;
+		int extra = *p < 0x80		  ? 0
+			    : (*p & 0xe0) == 0xc0 ? 1
+			    : (*p & 0xf0) == 0xe0 ? 2
+			    : (*p & 0xf8) == 0xf0 ? 3
+						  : -1;
 
 		if (extra < 0)
 			return false;

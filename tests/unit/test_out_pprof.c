@@ -49,7 +49,12 @@ static void test_pb_fields(void **state)
 	assert_int_equal(pb_bytes(&sb, 6, "hi", 2), 0);
 	assert_int_equal(pb_packed(&sb, 1, packed, 2), 0);
 	assert_int_equal(pb_packed(&sb, 1, packed, 0), 0);
-	expect_bytes(&sb, "\x10\x96\x01" "\x32\x00" "\x32\x02hi" "\x0a\x03\x01\xac\x02", 14);
+	expect_bytes(&sb,
+		     "\x10\x96\x01"
+		     "\x32\x00"
+		     "\x32\x02hi"
+		     "\x0a\x03\x01\xac\x02",
+		     14);
 	strbuf_free(&sb);
 }
 
@@ -150,8 +155,8 @@ static void decode(const char *gz, size_t len, struct decoded *d)
 		switch (field) {
 		case 1: /* sample_type */
 		case 11: /* period_type */ {
-			uint64_t *vt = field == 1 ? d->sample_types[d->nsample_types++]
-						  : d->period_type;
+			uint64_t *vt =
+				field == 1 ? d->sample_types[d->nsample_types++] : d->period_type;
 
 			while (sub.p < sub.end) {
 				uint32_t f = pbr_next(&sub, &v, &s2);
@@ -304,7 +309,7 @@ static void test_pprof_decodes_to_the_profile(void **state)
 	assert_string_equal(str(&d, d.samples[0].label_strs[3]), "?");
 
 	assert_int_equal(d.nlocations, 2);
-	assert_int_equal(d.locations[1][0], 2); /* id */
+	assert_int_equal(d.locations[1][0], 2);	 /* id */
 	assert_int_equal(d.locations[1][2], 20); /* line */
 	assert_int_equal(d.nfunctions, 2);
 	for (size_t i = 0; i < 2; i++) {

@@ -128,15 +128,16 @@ static void test_speedscope_has_a_profile_per_probe(void **state)
 	fx_hit(fx, 1, 0, 101, (uint64_t[]){ a, b }, 2, 7);
 	fx_hit(fx, 1, 0, 101, (uint64_t[]){ a }, 1, 1);
 	out = fx_write(fx, out_speedscope_write, &len);
-	snprintf(want, sizeof(want),
-		 "\"profiles\":["
-		 "{\"type\":\"sampled\",\"name\":\"tracepoint:syscalls:sys_enter_getpid / ? (101)\","
-		 "\"unit\":\"none\",\"startValue\":0,\"endValue\":8,\n"
-		 "\"samples\":[\n[0,1],\n[0]],\n\"weights\":[7,1]},\n"
-		 "{\"type\":\"sampled\",\"name\":\"uprobe:libc.so.6:usleep / ? (101)\","
-		 "\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":3000,\n"
-		 "\"samples\":[\n[0,1]],\n\"weights\":[3000]}],\n"
-		 "\"activeProfileIndex\":1}\n");
+	snprintf(
+		want, sizeof(want),
+		"\"profiles\":["
+		"{\"type\":\"sampled\",\"name\":\"tracepoint:syscalls:sys_enter_getpid / ? (101)\","
+		"\"unit\":\"none\",\"startValue\":0,\"endValue\":8,\n"
+		"\"samples\":[\n[0,1],\n[0]],\n\"weights\":[7,1]},\n"
+		"{\"type\":\"sampled\",\"name\":\"uprobe:libc.so.6:usleep / ? (101)\","
+		"\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":3000,\n"
+		"\"samples\":[\n[0,1]],\n\"weights\":[3000]}],\n"
+		"\"activeProfileIndex\":1}\n");
 	assert_non_null(out);
 	assert_true(fx_json_valid(out, len));
 	assert_non_null(strstr(out, want));
@@ -162,8 +163,7 @@ static void test_speedscope_empty_profile_is_valid(void **state)
  * main>idle at 200 ms; thread 202: main>work at 150 ms */
 static struct fx *timed_profile(size_t budget)
 {
-	struct fx *fx = fx_new(&(struct profile_opts){ .timeline = true,
-						       .timeline_bytes = budget },
+	struct fx *fx = fx_new(&(struct profile_opts){ .timeline = true, .timeline_bytes = budget },
 			       "proc");
 	uint64_t a = fx_code(fx, "main", "/app.py", 10), b = fx_code(fx, "work", "/app.py", 20);
 	uint64_t c = fx_code(fx, "idle", "/lib.py", 5);

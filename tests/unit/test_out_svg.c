@@ -101,8 +101,8 @@ static void test_svg_hostile_names_stay_text(void **state)
 	(void)state;
 	prctl(PR_SET_NAME, "<t>]]>&\"", 0, 0, 0);
 	for (size_t i = 0; i < n; i++)
-		fx_sample(fx, 0, (uint64_t[]){ root, fx_code(fx, fx_hostile[i], "/f<;>.py", 9) },
-			  2, i + 1);
+		fx_sample(fx, 0, (uint64_t[]){ root, fx_code(fx, fx_hostile[i], "/f<;>.py", 9) }, 2,
+			  i + 1);
 	fx_sample(fx, 0, (uint64_t[]){ root, fx_code(fx, "nonchar\xef\xbf\xbe", "/f.py", 1) }, 2,
 		  1);
 	svg = fx_write(fx, out_svg_write, &len);

@@ -37,7 +37,8 @@ static void sample(struct fx *fx, const uint8_t *co)
 	r.h.pid = (uint32_t)getpid();
 	r.h.tid = (uint32_t)gettid();
 	r.h.nframes = 1;
-	r.f = (struct pw_frame){ .code = (uint64_t)(uintptr_t)co, .instr = 3,
+	r.f = (struct pw_frame){ .code = (uint64_t)(uintptr_t)co,
+				 .instr = 3,
 				 .tag = pw_code_tag(words, FX_TAG_MASK, NULL) };
 	assert_int_equal(profile__add_record(fx->p, &r, sizeof(r)), 0);
 }
@@ -136,7 +137,8 @@ static void test_names_of_ended_windows_are_freed(void **state)
 		if (w == 1) {
 			/* a pull that spans windows: its one stack is of this window's last code */
 			size_t size;
-			struct pw_sample_hdr *h = fx_record(fx, 0, 0, 0, &codes[RING - 1], 1, &size);
+			struct pw_sample_hdr *h =
+				fx_record(fx, 0, 0, 0, &codes[RING - 1], 1, &size);
 
 			tap = profile__new_tap(fx->p);
 			assert_non_null(tap);
@@ -163,7 +165,8 @@ static void test_names_of_ended_windows_are_freed(void **state)
 	}
 	after = heap_in_use();
 	print_message("heap in use: %zu -> %zu bytes; names at most %zu bytes (%zu in the first "
-		      "third), %llu freed\n", before, after, names_max, names_warm,
+		      "third), %llu freed\n",
+		      before, after, names_max, names_warm,
 		      (unsigned long long)profile__symtab_stats(fx->p)->names_collected);
 	assert_true(profile__symtab_stats(fx->p)->names_collected > 0);
 	/* collected past their share of the budget (a quarter): with their tables' room (which

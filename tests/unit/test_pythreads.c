@@ -98,8 +98,8 @@ static uint64_t new_keys(struct fake *f, unsigned int kind, size_t n, const uint
 	size_t esize = kind ? 16 : 24;
 	uint64_t k = alloc(f, 32 + 8 + n * esize), e = k + 32 + 8;
 
-	put8(f, k + 8, 3);  /* 8 slots */
-	put8(f, k + 9, 3);  /* 8 index bytes */
+	put8(f, k + 8, 3); /* 8 slots */
+	put8(f, k + 9, 3); /* 8 index bytes */
 	put8(f, k + 10, (uint8_t)kind);
 	put64(f, k + 24, n);
 	for (size_t i = 0; i < n; i++) {
@@ -182,11 +182,19 @@ static void build(struct fake *f, size_t n, const uint64_t *names, uint64_t *act
 	put64(f, interp + 944, modules);
 	f->runtime = alloc(f, 64);
 	put64(f, f->runtime + 40, interp);
-	*src = (struct pythreads_src){ .read = fake_read, .ctx = f, .minor = f->minor,
-				       .runtime_addr = f->runtime, .runtime_interp_head = 40,
-				       .interp_next = 0, .mod = { 944, 880 }, .str_length = 16,
-				       .str_state = 32, .str_ascii_data = 40,
-				       .str_compact_data = 56, .str_kind_shift = 2, .ob_type = 8 };
+	*src = (struct pythreads_src){ .read = fake_read,
+				       .ctx = f,
+				       .minor = f->minor,
+				       .runtime_addr = f->runtime,
+				       .runtime_interp_head = 40,
+				       .interp_next = 0,
+				       .mod = { 944, 880 },
+				       .str_length = 16,
+				       .str_state = 32,
+				       .str_ascii_data = 40,
+				       .str_compact_data = 56,
+				       .str_kind_shift = 2,
+				       .ob_type = 8 };
 }
 
 static struct fake fk;

@@ -37,45 +37,45 @@ static void build(uint64_t version, int free_threaded, const struct field *f, si
 }
 
 static const struct field f315[] = {
-	{ 40, 936 },  { 64, 7264 }, { 72, 7336 }, { 192, 8 },	 { 208, 72 },  { 216, 80 },
-	{ 248, 184 }, { 256, 256 }, { 320, 8 },	  { 328, 0 },	 { 336, 56 },  { 352, 74 },
-	{ 384, 112 }, { 392, 120 }, { 400, 128 }, { 408, 136 }, { 416, 68 },  { 448, 208 },
-	{ 696, 16 },  { 704, 32 },  { 720, 32 },  { 728, 16 },	 { 736, 40 },  { 744, 56 },
+	{ 40, 936 },  { 64, 7264 }, { 72, 7336 }, { 192, 8 },	{ 208, 72 }, { 216, 80 },
+	{ 248, 184 }, { 256, 256 }, { 320, 8 },	  { 328, 0 },	{ 336, 56 }, { 352, 74 },
+	{ 384, 112 }, { 392, 120 }, { 400, 128 }, { 408, 136 }, { 416, 68 }, { 448, 208 },
+	{ 696, 16 },  { 704, 32 },  { 720, 32 },  { 728, 16 },	{ 736, 40 }, { 744, 56 },
 	{ 472, 8 },   { 560, 16 }, /* pyobject.ob_type, tuple_object.ob_size */
 };
 
 static const struct field f314[] = {
-	{ 40, 808 },  { 64, 7272 }, { 72, 7344 }, { 192, 8 },	 { 208, 72 },  { 224, 160 },
-	{ 232, 232 }, { 256, 8 },   { 264, 0 },	  { 272, 56 },	 { 288, 74 },  { 320, 112 },
-	{ 328, 120 }, { 336, 128 }, { 344, 136 }, { 352, 68 },	 { 384, 208 }, { 600, 16 },
-	{ 608, 32 },  { 624, 32 },  { 632, 16 },  { 640, 40 },  { 408, 8 },   { 464, 16 },
+	{ 40, 808 },  { 64, 7272 }, { 72, 7344 }, { 192, 8 },  { 208, 72 },  { 224, 160 },
+	{ 232, 232 }, { 256, 8 },   { 264, 0 },	  { 272, 56 }, { 288, 74 },  { 320, 112 },
+	{ 328, 120 }, { 336, 128 }, { 344, 136 }, { 352, 68 }, { 384, 208 }, { 600, 16 },
+	{ 608, 32 },  { 624, 32 },  { 632, 16 },  { 640, 40 }, { 408, 8 },   { 464, 16 },
 };
 
 /* The free-threaded 3.14.7 build's own _Py_DebugOffsets (every non-zero word from 24 to
  * 760, read from a live bin/python3.14t that scripts/get-cpython-release.sh built): the
  * layout facts below all come from this table, none from the default build's. */
 static const struct field f314t[] = {
-	{ 24, 362368 }, { 32, 784 }, { 40, 808 }, { 48, 246720 }, { 56, 7280 }, { 64, 7272 },
-	{ 72, 7344 }, { 80, 7360 }, { 88, 7408 }, { 96, 7712 }, { 104, 7696 }, { 112, 7704 },
-	{ 120, 16 }, { 128, 7808 }, { 144, 7832 }, { 152, 7824 }, { 160, 8024 }, { 168, 17628 },
-	{ 176, 832 }, { 192, 8 }, { 200, 16 }, { 208, 72 }, { 216, 152 }, { 224, 160 },
-	{ 232, 232 }, { 240, 32 }, { 248, 88 }, { 256, 8 }, { 272, 56 }, { 280, 80 },
-	{ 288, 78 }, { 296, 64 }, { 304, 72 }, { 312, 240 }, { 320, 128 }, { 328, 136 },
-	{ 336, 144 }, { 344, 152 }, { 352, 84 }, { 360, 68 }, { 368, 112 }, { 376, 120 },
-	{ 384, 232 }, { 392, 224 }, { 400, 32 }, { 408, 24 }, { 416, 432 }, { 424, 40 },
-	{ 432, 104 }, { 440, 184 }, { 448, 56 }, { 456, 48 }, { 464, 32 }, { 472, 56 },
-	{ 480, 40 }, { 488, 32 }, { 496, 216 }, { 504, 40 }, { 512, 56 }, { 520, 48 },
-	{ 528, 64 }, { 536, 48 }, { 544, 56 }, { 552, 40 }, { 560, 32 }, { 568, 48 },
-	{ 576, 32 }, { 584, 40 }, { 592, 56 }, { 600, 32 }, { 608, 48 }, { 616, 80 },
-	{ 624, 48 }, { 632, 32 }, { 640, 56 }, { 648, 288 }, { 656, 192 }, { 664, 176 },
-	{ 672, 40 }, { 680, 88 }, { 688, 83 }, { 704, 8 }, { 712, 24 }, { 720, 304 },
-	{ 728, 8108 }, { 744, 4 }, { 752, 512 },
+	{ 24, 362368 }, { 32, 784 },   { 40, 808 },   { 48, 246720 }, { 56, 7280 },  { 64, 7272 },
+	{ 72, 7344 },	{ 80, 7360 },  { 88, 7408 },  { 96, 7712 },   { 104, 7696 }, { 112, 7704 },
+	{ 120, 16 },	{ 128, 7808 }, { 144, 7832 }, { 152, 7824 },  { 160, 8024 }, { 168, 17628 },
+	{ 176, 832 },	{ 192, 8 },    { 200, 16 },   { 208, 72 },    { 216, 152 },  { 224, 160 },
+	{ 232, 232 },	{ 240, 32 },   { 248, 88 },   { 256, 8 },     { 272, 56 },   { 280, 80 },
+	{ 288, 78 },	{ 296, 64 },   { 304, 72 },   { 312, 240 },   { 320, 128 },  { 328, 136 },
+	{ 336, 144 },	{ 344, 152 },  { 352, 84 },   { 360, 68 },    { 368, 112 },  { 376, 120 },
+	{ 384, 232 },	{ 392, 224 },  { 400, 32 },   { 408, 24 },    { 416, 432 },  { 424, 40 },
+	{ 432, 104 },	{ 440, 184 },  { 448, 56 },   { 456, 48 },    { 464, 32 },   { 472, 56 },
+	{ 480, 40 },	{ 488, 32 },   { 496, 216 },  { 504, 40 },    { 512, 56 },   { 520, 48 },
+	{ 528, 64 },	{ 536, 48 },   { 544, 56 },   { 552, 40 },    { 560, 32 },   { 568, 48 },
+	{ 576, 32 },	{ 584, 40 },   { 592, 56 },   { 600, 32 },    { 608, 48 },   { 616, 80 },
+	{ 624, 48 },	{ 632, 32 },   { 640, 56 },   { 648, 288 },   { 656, 192 },  { 664, 176 },
+	{ 672, 40 },	{ 680, 88 },   { 688, 83 },   { 704, 8 },     { 712, 24 },   { 720, 304 },
+	{ 728, 8108 },	{ 744, 4 },    { 752, 512 },
 };
 
 static const struct field f313[] = {
-	{ 40, 632 },  { 64, 7264 }, { 72, 7344 }, { 168, 8 },	 { 184, 72 },  { 200, 160 },
-	{ 208, 232 }, { 232, 8 },   { 240, 0 },	  { 248, 56 },	 { 264, 70 },  { 280, 112 },
-	{ 288, 120 }, { 296, 128 }, { 304, 136 }, { 312, 68 },	 { 344, 200 }, { 520, 16 },
+	{ 40, 632 },  { 64, 7264 }, { 72, 7344 }, { 168, 8 },  { 184, 72 },  { 200, 160 },
+	{ 208, 232 }, { 232, 8 },   { 240, 0 },	  { 248, 56 }, { 264, 70 },  { 280, 112 },
+	{ 288, 120 }, { 296, 128 }, { 304, 136 }, { 312, 68 }, { 344, 200 }, { 520, 16 },
 	{ 528, 32 },  { 544, 32 },  { 552, 16 },  { 560, 40 },
 };
 
@@ -161,14 +161,14 @@ static void test_314t_layout_comes_from_its_own_table(void **state)
 	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
 	assert_true(v.free_threaded);
 	assert_int_equal(v.cfg.chain_kind, PW_CHAIN_SHIM);
-	assert_int_equal(v.cfg.off.frame_owner, 78);	   /* tlbc_index sits before it */
+	assert_int_equal(v.cfg.off.frame_owner, 78); /* tlbc_index sits before it */
 	assert_int_equal(v.cfg.off.frame_tlbc_index, 72);
 	assert_int_equal(v.cfg.off.code_tlbc, 224);
 	assert_int_equal(v.cfg.off.code_adaptive, 232);
-	assert_int_equal(v.cfg.off.code_ob_size, 32);	   /* after the 32-byte header */
+	assert_int_equal(v.cfg.off.code_ob_size, 32); /* after the 32-byte header */
 	assert_int_equal(v.obj.ob_type, 24);
-	assert_int_equal(v.cfg.code_tag_bits, 1);	   /* Py_TAG_BITS of the build */
-	assert_int_equal(v.cfg.gil_kind, PW_GIL_NONE);	   /* no GIL to attribute */
+	assert_int_equal(v.cfg.code_tag_bits, 1);      /* Py_TAG_BITS of the build */
+	assert_int_equal(v.cfg.gil_kind, PW_GIL_NONE); /* no GIL to attribute */
 	assert_int_equal(v.obj.co_filename, 128);
 	assert_int_equal(v.obj.co_qualname, 144);
 	assert_int_equal(v.obj.co_linetable, 152);
@@ -177,24 +177,22 @@ static void test_314t_layout_comes_from_its_own_table(void **state)
 	assert_int_equal(v.obj.str_state, 48);
 	assert_int_equal(v.obj.str_ascii_data, 56);
 	assert_int_equal(v.obj.str_compact_data, 72);
-	assert_int_equal(v.obj.str_kind_shift, 8);	   /* `interned` is a whole byte */
+	assert_int_equal(v.obj.str_kind_shift, 8); /* `interned` is a whole byte */
 	assert_int_equal(v.cfg.obj.str_kind_shift, 8);
 	assert_int_equal(v.obj.bytes_size, 32);
 	assert_int_equal(v.obj.bytes_data, 48);
-	assert_int_equal(v.cfg.off.code_tag, 104);	   /* 3.14's window, 16 bytes on */
+	assert_int_equal(v.cfg.off.code_tag, 104); /* 3.14's window, 16 bytes on */
 	assert_true(v.cfg.off.frame_read_size >= 79 && v.cfg.off.frame_read_size <= 88);
 	assert_int_equal(v.mod.interp_modules, 7712);
-	assert_int_equal(v.mod.ht_cached_keys, 896);	   /* after the longer header */
+	assert_int_equal(v.mod.ht_cached_keys, 896); /* after the longer header */
 
 	/* a free-threaded table without the thread-local bytecode fields is not 3.14t's */
 	put(304, 0);
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 	/* nor one whose object header is the default build's */
 	build(0x030e07f0, 1, f314t, sizeof(f314t) / sizeof(f314t[0]));
 	put(408, 8);
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 	assert_non_null(strstr(why, "object header"));
 }
 
@@ -218,19 +216,15 @@ static void test_corrupt_offsets_are_refused(void **state)
 	(void)state;
 	build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
 	put(336, 1ull << 40); /* instr_ptr offset from hostile memory */
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 	build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
 	put(352, 200); /* owner past the frame bytes the walker reads */
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 	build(0x030f02f0, 0, f315, sizeof(f315) / sizeof(f315[0]));
 	put(320, 12); /* previous at a misaligned offset */
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 	memcpy(dbg, "xdebugpz", 8);
-	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)),
-			 -EPROTO);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), -EPROTO);
 }
 
 /* A table the walker and the symbolizer cannot use must be refused at attach time, not

@@ -140,10 +140,23 @@ static __attribute__((noinline)) void dirty_stack(void)
 static void test_str_length_after_state_is_read(void **state)
 {
 	const struct py_objlayout lay = {
-		.co_filename = 16, .co_name = 24, .co_qualname = 24, .co_linetable = 32,
-		.co_firstlineno = 40, .co_read_size = 48, .str_length = 48, .str_state = 16,
-		.str_ascii_data = 56, .str_compact_data = 56, .bytes_size = 16, .bytes_data = 32,
-		.str_kind_shift = 2, .ob_type = 8, .lt_format = LINETABLE_LOCATION, .tag_off = PW_OFF_NONE, .tag_name_word = 0xff,
+		.co_filename = 16,
+		.co_name = 24,
+		.co_qualname = 24,
+		.co_linetable = 32,
+		.co_firstlineno = 40,
+		.co_read_size = 48,
+		.str_length = 48,
+		.str_state = 16,
+		.str_ascii_data = 56,
+		.str_compact_data = 56,
+		.bytes_size = 16,
+		.bytes_data = 32,
+		.str_kind_shift = 2,
+		.ob_type = 8,
+		.lt_format = LINETABLE_LOCATION,
+		.tag_off = PW_OFF_NONE,
+		.tag_name_word = 0xff,
 	};
 	uint64_t str[64], bytes[5] = { 0 }, code[6] = { 0 };
 	uint32_t str_state = 1u << 5 | 1u << 6 | 1u << 2; /* compact, ASCII, 1 byte a char */
@@ -187,8 +200,7 @@ static uint64_t line_table(struct fx *fx, size_t units)
 }
 
 /* A code object named `name` in `file` (a str made once), with line table `table`. */
-static uint64_t code_with(struct fx *fx, const char *name, uint64_t file, uint64_t table,
-			  int line)
+static uint64_t code_with(struct fx *fx, const char *name, uint64_t file, uint64_t table, int line)
 {
 	uint64_t co = fx_code(fx, name, "unused", line);
 

@@ -75,11 +75,13 @@ static void add_proc(struct agg *agg, uint32_t proc, const uint32_t *funcs, uint
 		assert_true(id >= 0);
 		ids[i] = (uint32_t)id;
 	}
-	assert_int_equal(agg__add(agg, &(struct agg_who){ proc, 1000 + proc, 1000 + proc, 0 }, ids, n, count), 0);
+	assert_int_equal(agg__add(agg, &(struct agg_who){ proc, 1000 + proc, 1000 + proc, 0 }, ids,
+				  n, count),
+			 0);
 }
 
-#define ADD_PROC(agg, proc, count, ...)                                             \
-	add_proc((agg), (proc), (const uint32_t[]){ __VA_ARGS__ },                  \
+#define ADD_PROC(agg, proc, count, ...)                            \
+	add_proc((agg), (proc), (const uint32_t[]){ __VA_ARGS__ }, \
 		 sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t), (count))
 #define ADD(agg, count, ...) ADD_PROC((agg), 0, (count), __VA_ARGS__)
 
@@ -266,8 +268,7 @@ static void test_top_model_sort_keys_and_ties(void **state)
 /* --- rows per process ---------------------------------------------------------------- */
 
 /* The row of (proc, func) in the last ranking, or NULL. */
-static const struct top_row *row_of_proc(const struct top_model *m, uint32_t proc,
-					 uint32_t func)
+static const struct top_row *row_of_proc(const struct top_model *m, uint32_t proc, uint32_t func)
 {
 	size_t n;
 	const struct top_row *rows = top_model__rows(m, &n);
@@ -289,8 +290,7 @@ static void assert_proc_counts(const struct top_model *m, uint32_t proc, uint32_
 }
 
 /* The last ranking is exactly `want` ((proc, func) pairs), in that order. */
-static void assert_proc_order(const struct top_model *m, const uint32_t (*want)[2],
-			      size_t nwant)
+static void assert_proc_order(const struct top_model *m, const uint32_t (*want)[2], size_t nwant)
 {
 	size_t n;
 	const struct top_row *rows = top_model__rows(m, &n);

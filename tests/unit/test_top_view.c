@@ -34,8 +34,8 @@ static const char *text(const char *in, bool utf8, int max_cols, bool keep_tail,
 	return out;
 }
 
-static void assert_text(const char *in, bool utf8, int max_cols, bool keep_tail,
-			const char *want, int want_cols)
+static void assert_text(const char *in, bool utf8, int max_cols, bool keep_tail, const char *want,
+			int want_cols)
 {
 	int cols;
 
@@ -63,9 +63,15 @@ static void test_top_view_control_bytes_are_escaped(void **state)
 static void test_top_view_c1_bidi_and_zero_width_are_escaped_in_utf8(void **state)
 {
 	(void)state;
-	assert_text("\xc2\x9b" "31m", true, 80, false, "\\u009b31m", 9);
-	assert_text("x\xe2\x80\xae" "y", true, 80, false, "x\\u202ey", 8);
-	assert_text("x\xe2\x80\x8b" "y", true, 80, false, "x\\u200by", 8);
+	assert_text("\xc2\x9b"
+		    "31m",
+		    true, 80, false, "\\u009b31m", 9);
+	assert_text("x\xe2\x80\xae"
+		    "y",
+		    true, 80, false, "x\\u202ey", 8);
+	assert_text("x\xe2\x80\x8b"
+		    "y",
+		    true, 80, false, "x\\u200by", 8);
 	assert_text("\xf3\xa0\x80\x81", true, 80, false, "\\U000e0001", 10);
 }
 
@@ -78,13 +84,14 @@ static void test_top_view_escapes_every_code_point_of_the_shared_list(void **sta
 
 	(void)state;
 	for (size_t i = 0; i < escape_unsafe_nranges; i++) {
-		for (uint32_t cp = escape_unsafe_ranges[i].first; cp <= escape_unsafe_ranges[i].last;
-		     cp++) {
+		for (uint32_t cp = escape_unsafe_ranges[i].first;
+		     cp <= escape_unsafe_ranges[i].last; cp++) {
 			if (cp < 0x80)
 				continue; /* ASCII controls: \xNN, tested above */
 			/* UTF-8 of cp */
 			if (cp < 0x800)
-				snprintf(in, sizeof(in), "%c%c", 0xc0 | cp >> 6, 0x80 | (cp & 0x3f));
+				snprintf(in, sizeof(in), "%c%c", 0xc0 | cp >> 6,
+					 0x80 | (cp & 0x3f));
 			else if (cp < 0x10000)
 				snprintf(in, sizeof(in), "%c%c%c", 0xe0 | cp >> 12,
 					 0x80 | (cp >> 6 & 0x3f), 0x80 | (cp & 0x3f));
@@ -98,10 +105,16 @@ static void test_top_view_escapes_every_code_point_of_the_shared_list(void **sta
 		}
 	}
 	assert_true(checked > 100);
-	assert_text("soft\xc2\xad" "hyphen", true, 80, false, "soft\\u00adhyphen", 16);
+	assert_text("soft\xc2\xad"
+		    "hyphen",
+		    true, 80, false, "soft\\u00adhyphen", 16);
 	assert_text("\xe3\x85\xa4", true, 80, false, "\\u3164", 6);
-	assert_text("\xe2\x81\xa6" "x\xe2\x81\xa9", true, 80, false, "\\u2066x\\u2069", 13);
-	assert_text("\xef\xbb\xbf" "bom", true, 80, false, "\\ufeffbom", 9);
+	assert_text("\xe2\x81\xa6"
+		    "x\xe2\x81\xa9",
+		    true, 80, false, "\\u2066x\\u2069", 13);
+	assert_text("\xef\xbb\xbf"
+		    "bom",
+		    true, 80, false, "\\ufeffbom", 9);
 }
 
 static void test_top_view_nul_in_internal_form_is_shown_as_x00(void **state)
@@ -123,7 +136,9 @@ static void test_top_view_printable_unicode_passes_only_in_utf8(void **state)
 static void test_top_view_invalid_utf8_bytes_are_escaped(void **state)
 {
 	(void)state;
-	assert_text("a\xff" "b", true, 80, false, "a\\xffb", 6);
+	assert_text("a\xff"
+		    "b",
+		    true, 80, false, "a\\xffb", 6);
 	/* overlong '/', a surrogate, and a sequence cut short by the terminator */
 	assert_text("\xc0\xaf", true, 80, false, "\\xc0\\xaf", 8);
 	assert_text("\xed\xa0\x80", true, 80, false, "\\xed\\xa0\\x80", 12);
@@ -139,8 +154,8 @@ static void test_top_view_long_text_is_cut_at_the_end_with_a_mark(void **state)
 	/* an escape is never split: it goes whole or not at all */
 	assert_text("ab\x1b", false, 5, false, "ab~", 3);
 	/* a wide character that would straddle the budget is left out */
-	assert_text("\xe6\xbc\xa2\xe6\xbc\xa2\xe6\xbc\xa2", true, 4, false,
-		    "\xe6\xbc\xa2" ELLIPSIS, 3);
+	assert_text("\xe6\xbc\xa2\xe6\xbc\xa2\xe6\xbc\xa2", true, 4, false, "\xe6\xbc\xa2" ELLIPSIS,
+		    3);
 	assert_text("abc", true, 1, false, ELLIPSIS, 1);
 	assert_text("abc", true, 0, false, "", 0);
 }
@@ -344,8 +359,9 @@ static void test_top_view_process_column_is_drawn_escaped(void **state)
 {
 	/* a comm that tries to clear the screen, set the title and break the line */
 	struct hostile_names hn = { .process = "py\n\x1b[2J\x1b]0;pwned\x07\xc2\x9bthon (4242)" };
-	const struct top_names names = { .name = hn_name, .file = hn_file, .line = hn_line,
-					 .process = hn_process, .ctx = &hn };
+	const struct top_names names = {
+		.name = hn_name, .file = hn_file, .line = hn_line, .process = hn_process, .ctx = &hn
+	};
 	const struct top_row row = { .proc = 3, .func = 1, .own = 25, .total = 50 };
 	char head[TOP_VIEW_LINE_SIZE], line[TOP_VIEW_LINE_SIZE];
 	struct top_layout l;

@@ -26,8 +26,8 @@ static void test_size_takes_bytes_and_binary_suffixes(void **state)
 
 static void test_size_refuses_what_is_not_a_size(void **state)
 {
-	static const char *const bad[] = { "", "M", "-1M", "+4M", " 4M", "4 M", "4MB", "4T",
-					   "4.5M", "0x10", "4MM" };
+	static const char *const bad[] = { "",	  "M",	"-1M",	"+4M",	" 4M", "4 M",
+					   "4MB", "4T", "4.5M", "0x10", "4MM" };
 	uint64_t v = 7;
 
 	(void)state;

@@ -163,7 +163,7 @@ static uint64_t build_315(struct pw_proc *cfg, uint64_t codes[3], uint64_t *fram
 		codes[i] = mem_alloc(256);
 	frames[0] = make_frame(cfg, codes[0] | 1, 10, 0); /* tagged _PyStackRef */
 	frames[1] = make_frame(cfg, codes[1], 20, 0);
-	frames[2] = make_frame(cfg, 0x1000 | 1, 0, 3);	  /* entry frame: None | tag */
+	frames[2] = make_frame(cfg, 0x1000 | 1, 0, 3); /* entry frame: None | tag */
 	frames[3] = make_frame(cfg, codes[2], 30, 0);
 	frames[4] = make_frame(cfg, 0x1000 | 1, 0, 3);
 	for (int i = 0; i < 4; i++)
@@ -237,7 +237,7 @@ static void test_314t_offset_is_taken_in_the_copy_the_pointer_is_in(void **state
 	assert_int_equal(out[0].code, c.code_a); /* the one tag bit cleared */
 	assert_int_equal(out[0].instr, 7);	 /* in the thread's copy */
 	assert_int_equal(out[1].code, c.code_b);
-	assert_int_equal(out[1].instr, 3);	 /* in the main copy */
+	assert_int_equal(out[1].instr, 3); /* in the main copy */
 	/* the last code unit of the thread's copy */
 	put64(c.frames[0] + c.cfg.off.frame_instr, c.copies[2] + 2 * (FT_NUNITS - 1));
 	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
@@ -429,7 +429,8 @@ static void test_shim_versions_need_entry_frame_at_bottom(void **state)
 			/* 3.12: tstate->cframe->current_frame; the test reads it directly */
 			put64(tstate + cfg.off.tstate_frame, cframe);
 			put64(cframe + cfg.off.cframe_current_frame, leaf);
-			cfg.off.tstate_frame = (uint16_t)(cframe - tstate); /* flatten for run_walk */
+			cfg.off.tstate_frame =
+				(uint16_t)(cframe - tstate); /* flatten for run_walk */
 			cfg.off.cframe_current_frame = PW_OFF_NONE;
 			cfg.off.tstate_read_size = PW_TSTATE_READ_MAX;
 		} else {
@@ -741,7 +742,7 @@ static void test_code_tag_follows_the_code_object_not_its_address(void **state)
 	cfg.off.code_tag_size = 32;
 	cfg.code_tag_name = 2; /* co_qualname */
 	put64(code + 128, name);
-	put64(name + 16, 3);			/* length */
+	put64(name + 16, 3);			    /* length */
 	put64(name + 32, 1 << 6 | 1 << 5 | 1 << 2); /* ascii, compact, kind 1 */
 	memcpy(mem + (name + 48 - MEM_BASE), "abc", 3);
 	leaf = make_frame(&cfg, code, 1, 0);
@@ -813,27 +814,34 @@ static void test_tfind_walks_threads_and_interpreters(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_314t_offset_is_taken_in_the_copy_the_pointer_is_in, reset),
+		cmocka_unit_test_setup(test_314t_offset_is_taken_in_the_copy_the_pointer_is_in,
+				       reset),
 		cmocka_unit_test_setup(test_314t_pointer_in_no_copy_is_rejected, reset),
-		cmocka_unit_test_setup(test_315_complete_chain_is_shipped_without_entry_frames, reset),
+		cmocka_unit_test_setup(test_315_complete_chain_is_shipped_without_entry_frames,
+				       reset),
 		cmocka_unit_test_setup(test_315_current_is_base_frame_is_empty, reset),
 		cmocka_unit_test_setup(test_315_chain_ending_in_null_before_base_is_torn, reset),
 		cmocka_unit_test_setup(test_315_cycle_is_rejected_as_cycle, reset),
 		cmocka_unit_test_setup(test_315_bad_owner_and_null_code_are_bad_frames, reset),
 		cmocka_unit_test_setup(test_315_unreadable_frame_is_read_fault, reset),
-		cmocka_unit_test_setup(test_deep_stack_within_bound_is_whole_and_beyond_is_depth, reset),
+		cmocka_unit_test_setup(test_deep_stack_within_bound_is_whole_and_beyond_is_depth,
+				       reset),
 		cmocka_unit_test_setup(test_shim_versions_need_entry_frame_at_bottom, reset),
 		cmocka_unit_test_setup(test_311_needs_is_entry_at_bottom, reset),
 		cmocka_unit_test_setup(test_311_instruction_before_start_is_none, reset),
 		cmocka_unit_test_setup(test_310_frame_objects_end_at_null_f_back, reset),
-		cmocka_unit_test_setup(test_frames_in_data_stack_chunks_in_order_are_shipped, reset),
+		cmocka_unit_test_setup(test_frames_in_data_stack_chunks_in_order_are_shipped,
+				       reset),
 		cmocka_unit_test_setup(test_frame_outside_data_stack_is_torn, reset),
 		cmocka_unit_test_setup(test_link_up_the_data_stack_is_torn, reset),
-		cmocka_unit_test_setup(test_data_stack_window_saves_reads_and_ships_the_same, reset),
+		cmocka_unit_test_setup(test_data_stack_window_saves_reads_and_ships_the_same,
+				       reset),
 		cmocka_unit_test_setup(test_forged_chain_inside_the_window_is_torn, reset),
 		cmocka_unit_test_setup(test_deep_chunk_is_walked_window_by_window, reset),
-		cmocka_unit_test_setup(test_code_tag_follows_the_code_object_not_its_address, reset),
-		cmocka_unit_test_setup(test_code_tag_is_read_once_per_walk_and_anew_each_walk, reset),
+		cmocka_unit_test_setup(test_code_tag_follows_the_code_object_not_its_address,
+				       reset),
+		cmocka_unit_test_setup(test_code_tag_is_read_once_per_walk_and_anew_each_walk,
+				       reset),
 		cmocka_unit_test_setup(test_tfind_walks_threads_and_interpreters, reset),
 	};
 

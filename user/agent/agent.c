@@ -123,8 +123,7 @@ static const char *service_of(const struct agent_config *c, const struct profile
 }
 
 /* One export item: process `proc` of window `w`, with `samples` samples. */
-static int export_process(struct agent *a, const struct profile *w, uint32_t proc,
-			  uint64_t samples)
+static int export_process(struct agent *a, const struct profile *w, uint32_t proc, uint64_t samples)
 {
 	const struct profile_process *pr = profile__process(w, proc);
 	const struct profile_sampling *smp = profile__sampling(w);
@@ -381,13 +380,20 @@ static char *on_metrics(void *ctx)
 static void outcome_value(int outcome, char *buf, size_t size)
 {
 	static const char *const ids[PW_OUT__COUNT] = {
-		[PW_OUT_SHIPPED] = "shipped",	      [PW_OUT_NOT_TARGET] = "not_target",
-		[PW_OUT_FILTERED] = "filtered",	      [PW_OUT_NOT_PYTHON] = "not_python",
-		[PW_OUT_NO_TSTATE] = "no_thread_state", [PW_OUT_EMPTY] = "empty_stack",
-		[PW_OUT_TORN] = "torn_chain",	      [PW_OUT_CYCLE] = "cycle",
-		[PW_OUT_DEPTH] = "depth_bound",	      [PW_OUT_READ_FAULT] = "read_fault",
-		[PW_OUT_BAD_FRAME] = "bad_frame",     [PW_OUT_LOST] = "lost",
-		[PW_OUT_AGG_FULL] = "aggregation_full", [PW_OUT_NESTED] = "nested",
+		[PW_OUT_SHIPPED] = "shipped",
+		[PW_OUT_NOT_TARGET] = "not_target",
+		[PW_OUT_FILTERED] = "filtered",
+		[PW_OUT_NOT_PYTHON] = "not_python",
+		[PW_OUT_NO_TSTATE] = "no_thread_state",
+		[PW_OUT_EMPTY] = "empty_stack",
+		[PW_OUT_TORN] = "torn_chain",
+		[PW_OUT_CYCLE] = "cycle",
+		[PW_OUT_DEPTH] = "depth_bound",
+		[PW_OUT_READ_FAULT] = "read_fault",
+		[PW_OUT_BAD_FRAME] = "bad_frame",
+		[PW_OUT_LOST] = "lost",
+		[PW_OUT_AGG_FULL] = "aggregation_full",
+		[PW_OUT_NESTED] = "nested",
 		[PW_OUT_KSTACK_FAULT] = "kernel_stack_unreadable",
 		[PW_OUT_BAD_TLBC] = "bad_tlbc",
 	};
@@ -446,12 +452,12 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 	for (int i = 0; !err && i < PROFILE_DROP__COUNT; i++) {
 		const char *l[] = { "reason", profile_drop_name(i), NULL };
 
-		err = metrics_sample(sb, "pywalk_stacks_not_counted_total", l,
-				     (double)drops.n[i]);
+		err = metrics_sample(sb, "pywalk_stacks_not_counted_total", l, (double)drops.n[i]);
 	}
 	if (!err)
-		err = metrics_family(sb, "pywalk_records_total", "counter",
-				     "Code records and process events from the kernel side, by result.");
+		err = metrics_family(
+			sb, "pywalk_records_total", "counter",
+			"Code records and process events from the kernel side, by result.");
 	{
 		const struct {
 			const char *kind, *result;
@@ -516,7 +522,8 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 	if (!err)
 		err = metrics_one(sb, "pywalk_names_collected_total", "counter",
 				  "Names freed at window end: no cached code object or live "
-				  "profile held them.", (double)ss->names_collected);
+				  "profile held them.",
+				  (double)ss->names_collected);
 	if (!err)
 		err = metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.",
 				  (double)a->windows);
@@ -530,7 +537,8 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 				  (double)a->profiles);
 	if (!err)
 		err = metrics_one(sb, "pywalk_window_profile_bytes_total", "counter",
-				  "Bytes of those profiles (gzipped pprof).", (double)a->profile_bytes);
+				  "Bytes of those profiles (gzipped pprof).",
+				  (double)a->profile_bytes);
 	if (!err)
 		err = metrics_family(sb, "pywalk_export_profiles_total", "counter",
 				     "Profiles per sink, by result.");
@@ -547,7 +555,8 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 			const char *l[] = { "sink", sink__name(a->sinks[i]), "result", results[k],
 					    NULL };
 
-			err = metrics_sample(sb, "pywalk_export_profiles_total", l, (double)vals[k]);
+			err = metrics_sample(sb, "pywalk_export_profiles_total", l,
+					     (double)vals[k]);
 		}
 	}
 	if (!err)
@@ -685,7 +694,8 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 	struct sink_opts so = { .queue_bytes = c->queue_bytes ? c->queue_bytes : 64 << 20,
 				.backoff_min_s = 1,
 				.backoff_max_s = 60,
-				.flush_timeout_s = c->flush_timeout_s > 0 ? c->flush_timeout_s : 10 };
+				.flush_timeout_s =
+					c->flush_timeout_s > 0 ? c->flush_timeout_s : 10 };
 	struct serve_ops sops = { .metrics = on_metrics, .pull = on_pull };
 	struct agent *a = calloc(1, sizeof(*a));
 	char why[512] = "";
@@ -712,10 +722,10 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 		escape_label(a->host, a->host, sizeof(a->host));
 	a->start_wall_s = (uint64_t)time(NULL);
 	a->next_window_ns = now_ns() + c->interval_ms * 1000000ull;
-	if (c->export_dir &&
-	    add_sink(a, sink_dir_new(c->export_dir, c->keep_ms * 1000000ull, c->keep_bytes, &so,
-				     why, sizeof(why)),
-		     "cannot export to a directory", why))
+	if (c->export_dir && add_sink(a,
+				      sink_dir_new(c->export_dir, c->keep_ms * 1000000ull,
+						   c->keep_bytes, &so, why, sizeof(why)),
+				      "cannot export to a directory", why))
 		goto fail;
 	if (c->pyroscope || c->parca) {
 		struct http_sink_opts ho = { .tenant = c->pyroscope_tenant,
@@ -737,7 +747,8 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 		}
 	}
 	if (c->otlp) {
-		struct http_sink_opts ho = { .url = c->otlp, .basic_auth_file = c->basic_auth_file,
+		struct http_sink_opts ho = { .url = c->otlp,
+					     .basic_auth_file = c->basic_auth_file,
 					     .token_file = c->token_file };
 
 		if (add_sink(a, sink_otlp_new(&ho, &so, why, sizeof(why)),

@@ -15,28 +15,28 @@
 #include "profile/profile.h"
 #include "agent/serve.h"
 
-#define AGENT_MAX_SERVICE_RULES 32 /* the --service help and error say 32 */
+#define AGENT_MAX_SERVICE_RULES 32	       /* the --service help and error say 32 */
 #define AGENT_PULL_BYTES_DEFAULT (64ull << 20) /* the --pull-size help says 64M */
 
 struct agent_config {
-	uint64_t interval_ms;	      /* window length */
-	const char *export_dir;	      /* NULL: none */
-	uint64_t keep_ms, keep_bytes; /* export-dir retention (0: no limit) */
-	const char *pyroscope;	      /* base URL, NULL: none */
-	const char *pyroscope_tenant; /* X-Scope-OrgID */
-	const char *parca;	      /* base URL, NULL: none */
-	const char *otlp;	      /* base URL, NULL: none */
-	const char *basic_auth_file;  /* "user:password" for the HTTP sinks */
-	const char *token_file;	      /* bearer token for the HTTP sinks */
-	const char *metrics;	      /* listen address, NULL: none */
-	bool metrics_public;	      /* a non-loopback listen address is meant */
-	const char *metrics_group;    /* a unix: listener's group (mode 0660) */
-	const char *metrics_token_file; /* the listener's bearer token */
+	uint64_t interval_ms;				/* window length */
+	const char *export_dir;				/* NULL: none */
+	uint64_t keep_ms, keep_bytes;			/* export-dir retention (0: no limit) */
+	const char *pyroscope;				/* base URL, NULL: none */
+	const char *pyroscope_tenant;			/* X-Scope-OrgID */
+	const char *parca;				/* base URL, NULL: none */
+	const char *otlp;				/* base URL, NULL: none */
+	const char *basic_auth_file;			/* "user:password" for the HTTP sinks */
+	const char *token_file;				/* bearer token for the HTTP sinks */
+	const char *metrics;				/* listen address, NULL: none */
+	bool metrics_public;				/* a non-loopback listen address is meant */
+	const char *metrics_group;			/* a unix: listener's group (mode 0660) */
+	const char *metrics_token_file;			/* the listener's bearer token */
 	const char *metrics_tls_cert, *metrics_tls_key; /* the listener's HTTPS (PEM files) */
-	uint64_t pull_bytes;	      /* one pull's memory budget (0: the default) */
-	const char *host;	      /* the host label (default: gethostname) */
-	uint64_t queue_bytes;	      /* per-sink queue bound */
-	double flush_timeout_s;	      /* at shutdown */
+	uint64_t pull_bytes;	/* one pull's memory budget (0: the default) */
+	const char *host;	/* the host label (default: gethostname) */
+	uint64_t queue_bytes;	/* per-sink queue bound */
+	double flush_timeout_s; /* at shutdown */
 	/* --service GLOB=NAME, in order: the first whose GLOB matches a process's script,
 	 * module or comm names its service, unless its environment names it */
 	const char *service_rules[AGENT_MAX_SERVICE_RULES];

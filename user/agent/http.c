@@ -55,7 +55,8 @@ static char *read_secret(const char *path, char *why, size_t why_size)
 
 int http_base64(struct strbuf *sb, const void *data, size_t n)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = data;
 	int err = 0;
 
@@ -63,7 +64,8 @@ int http_base64(struct strbuf *sb, const void *data, size_t n)
 		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
 			     (i + 2 < n ? p[i + 2] : 0);
 		char out[4] = { tab[v >> 18], tab[(v >> 12) & 63],
-				i + 1 < n ? tab[(v >> 6) & 63] : '=', i + 2 < n ? tab[v & 63] : '=' };
+				i + 1 < n ? tab[(v >> 6) & 63] : '=',
+				i + 2 < n ? tab[v & 63] : '=' };
 
 		err = strbuf_add(sb, out, 4);
 	}
@@ -78,8 +80,8 @@ static void free_secret(char **s)
 	*s = NULL;
 }
 
-int http_auth_load(struct http_auth *a, const char *basic_file, const char *token_file,
-		   char *why, size_t why_size)
+int http_auth_load(struct http_auth *a, const char *basic_file, const char *token_file, char *why,
+		   size_t why_size)
 {
 	struct strbuf b64 = { 0 };
 
@@ -103,8 +105,7 @@ int http_auth_load(struct http_auth *a, const char *basic_file, const char *toke
 	/* Basic made here rather than by curl from "user:password": the header is then
 	 * exactly RFC 7617's, whatever the password holds, and its base64 is known so
 	 * that it can be cut out of an echoed answer */
-	if (a->basic && (http_base64(&b64, a->basic, strlen(a->basic)) ||
-			 strbuf_add(&b64, "", 1) ||
+	if (a->basic && (http_base64(&b64, a->basic, strlen(a->basic)) || strbuf_add(&b64, "", 1) ||
 			 asprintf(&a->header, "Authorization: Basic %s", b64.buf) < 0))
 		a->header = NULL;
 	else if (a->bearer && asprintf(&a->header, "Authorization: Bearer %s", a->bearer) < 0)
@@ -156,14 +157,17 @@ int http_check_url(const char *url, char *why, size_t why_size)
 	}
 	if (!curl_url_get(u, CURLUPART_USER, &user, 0)) {
 		/* the URL is not repeated: it holds the credentials */
-		snprintf(why, why_size, "a sink URL must not hold credentials: put them in "
-					"--basic-auth-file or --token-file");
+		snprintf(why, why_size,
+			 "a sink URL must not hold credentials: put them in "
+			 "--basic-auth-file or --token-file");
 		goto out;
 	}
 	if (!curl_url_get(u, CURLUPART_QUERY, &query, 0) ||
 	    !curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0)) {
-		snprintf(why, why_size, "%s: a sink URL takes no query or fragment (the API's "
-					"path and parameters are added to it)", url);
+		snprintf(why, why_size,
+			 "%s: a sink URL takes no query or fragment (the API's "
+			 "path and parameters are added to it)",
+			 url);
 		goto out;
 	}
 	err = 0;
@@ -267,8 +271,8 @@ char *http_escape(struct http_client *c, const char *s)
 	return copy;
 }
 
-enum export_result http_client__post(struct http_client *c, const struct http_request *r,
-				     char *why, size_t why_size)
+enum export_result http_client__post(struct http_client *c, const struct http_request *r, char *why,
+				     size_t why_size)
 {
 	struct curl_slist *headers = NULL;
 	curl_mime *mime = NULL;

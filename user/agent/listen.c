@@ -21,8 +21,8 @@
 #define BACKLOG 64
 
 /* "HOST:PORT" or "[HOST6]:PORT" into a socket address. 0 or -EINVAL. */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len,
-		      bool *loopback, unsigned int *port_out)
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len, bool *loopback,
+		      unsigned int *port_out)
 {
 	char host[128];
 	const char *colon;
@@ -217,8 +217,7 @@ void listen_sock_close(struct listen_sock *ls)
 	if (ls->fd >= 0)
 		close(ls->fd);
 	ls->fd = -1;
-	if (ls->unix_path && !lstat(ls->path, &st) && st.st_dev == ls->dev &&
-	    st.st_ino == ls->ino)
+	if (ls->unix_path && !lstat(ls->path, &st) && st.st_dev == ls->dev && st.st_ino == ls->ino)
 		unlink(ls->path);
 	ls->unix_path = false;
 }

@@ -11,11 +11,11 @@
 
 struct listen_sock {
 	int fd;
-	bool unix_path;	 /* a Unix socket at `path` */
-	bool loopback;	 /* TCP on a loopback address */
+	bool unix_path; /* a Unix socket at `path` */
+	bool loopback;	/* TCP on a loopback address */
 	unsigned int port;
-	char path[108];	 /* sizeof(sun_path) */
-	dev_t dev;	 /* the socket file made, removed at exit only if still it */
+	char path[108]; /* sizeof(sun_path) */
+	dev_t dev;	/* the socket file made, removed at exit only if still it */
 	ino_t ino;
 };
 

@@ -48,8 +48,8 @@ struct serve {
 };
 
 static const char *const refusal_names[SERVE_REFUSAL__COUNT] = {
-	[SERVE_REFUSED_HOST] = "host",	      [SERVE_REFUSED_TOKEN] = "token",
-	[SERVE_REFUSED_BUSY] = "busy",	      [SERVE_PULL_GONE] = "client_gone",
+	[SERVE_REFUSED_HOST] = "host",		[SERVE_REFUSED_TOKEN] = "token",
+	[SERVE_REFUSED_BUSY] = "busy",		[SERVE_PULL_GONE] = "client_gone",
 	[SERVE_PULL_TOO_BIG] = "memory_budget", [SERVE_CUT_WAITING] = "cut_waiting",
 };
 
@@ -195,8 +195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  "Host must be localhost, 127.0.0.1 or [::1] (with the port)\n");
 	}
 	if (s->token &&
-	    !serve_token_ok(s->token, MHD_lookup_connection_value(
-					      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+	    !serve_token_ok(s->token, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+								  MHD_HTTP_HEADER_AUTHORIZATION))) {
 		count(s, SERVE_REFUSED_TOKEN);
 		return reply_text(c, MHD_HTTP_UNAUTHORIZED, "a bearer token is needed\n");
 	}
@@ -213,8 +213,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/debug/pprof/profile"))
 		return serve_pull(s, c);
 	if (!strcmp(url, "/"))
-		return reply_text(c, MHD_HTTP_OK,
-				  "pywalk agent: /metrics, /debug/pprof/profile?seconds=N[&pid=P]\n");
+		return reply_text(
+			c, MHD_HTTP_OK,
+			"pywalk agent: /metrics, /debug/pprof/profile?seconds=N[&pid=P]\n");
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
@@ -222,8 +223,8 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 			 size_t why_size)
 {
 	struct serve *s = calloc(1, sizeof(*s));
-	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			     MHD_USE_ERROR_LOG;
+	unsigned int flags =
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 	struct MHD_OptionItem opts[9] = {
 		{ MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL },
@@ -252,8 +253,8 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 				 "cannot be served");
 			goto fail;
 		}
-		if (!(s->tls_cert = serve_file_load(o->tls_cert, "--metrics-tls-cert",
-						    TLS_FILE_MAX, false, why, why_size)) ||
+		if (!(s->tls_cert = serve_file_load(o->tls_cert, "--metrics-tls-cert", TLS_FILE_MAX,
+						    false, why, why_size)) ||
 		    !(s->tls_key = serve_file_load(o->tls_key, "--metrics-tls-key", TLS_FILE_MAX,
 						   true, why, why_size)))
 			goto fail;
@@ -275,7 +276,8 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 							 MAX_CONNECTIONS_PER_IP, NULL };
 	if (s->tls_cert) {
-		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert };
+		opts[nopts++] =
+			(struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert };
 		opts[nopts++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key };
 	}
 	opts[nopts] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };

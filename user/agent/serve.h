@@ -34,12 +34,12 @@ struct serve_opts {
 
 /* What the listener refused or cut short, by reason (for the agent's own metrics). */
 enum serve_refusal {
-	SERVE_REFUSED_HOST,	/* a loopback listener's Host header named another site */
-	SERVE_REFUSED_TOKEN,	/* no or a wrong bearer token */
-	SERVE_REFUSED_BUSY,	/* too many pulls at once */
-	SERVE_PULL_GONE,	/* a pull whose client went away before its end */
-	SERVE_PULL_TOO_BIG,	/* a pull that outgrew its memory budget */
-	SERVE_CUT_WAITING,	/* a connection not in a request, cut to make room */
+	SERVE_REFUSED_HOST,  /* a loopback listener's Host header named another site */
+	SERVE_REFUSED_TOKEN, /* no or a wrong bearer token */
+	SERVE_REFUSED_BUSY,  /* too many pulls at once */
+	SERVE_PULL_GONE,     /* a pull whose client went away before its end */
+	SERVE_PULL_TOO_BIG,  /* a pull that outgrew its memory budget */
+	SERVE_CUT_WAITING,   /* a connection not in a request, cut to make room */
 	SERVE_REFUSAL__COUNT,
 };
 const char *serve_refusal_name(enum serve_refusal r);

@@ -17,8 +17,8 @@
 
 #define TOKEN_MAX 4096
 
-char *serve_file_load(const char *path, const char *option, size_t max, bool secret,
-		      char *why, size_t why_size)
+char *serve_file_load(const char *path, const char *option, size_t max, bool secret, char *why,
+		      size_t why_size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;

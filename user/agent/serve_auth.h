@@ -12,8 +12,8 @@
  * regular file owned by root that neither group nor others may read or write (what it
  * opens is every process's profile). `option` names it in errors, never its content.
  * NULL with a sentence in `why`. */
-char *serve_file_load(const char *path, const char *option, size_t max, bool secret,
-		      char *why, size_t why_size);
+char *serve_file_load(const char *path, const char *option, size_t max, bool secret, char *why,
+		      size_t why_size);
 /* Free it, its bytes cleared first. */
 void serve_file_free(char *s);
 /* The token in PATH's first line (trailing whitespace dropped), read as a secret file. */

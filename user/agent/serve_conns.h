@@ -17,9 +17,9 @@ struct serve_conn;
 struct serve_conns {
 	pthread_mutex_t lock;
 	struct serve_conn *oldest, *newest;
-	size_t live;	   /* open and not cut */
-	size_t cut_at;	   /* a new connection past this many cuts the oldest waiting one */
-	uint64_t evicted;  /* atomic */
+	size_t live;	  /* open and not cut */
+	size_t cut_at;	  /* a new connection past this many cuts the oldest waiting one */
+	uint64_t evicted; /* atomic */
 };
 
 void serve_conns_init(struct serve_conns *sc, size_t cut_at);

@@ -38,11 +38,11 @@ struct sink {
 	struct qnode *head, *tail;
 	struct qnode *in_flight; /* the head while its delivery runs unlocked */
 	bool stopping;
-	bool joined;	     /* its thread has ended */
-	double stop_by;	     /* monotonic seconds; read unlocked by export_cancelled */
+	bool joined;	/* its thread has ended */
+	double stop_by; /* monotonic seconds; read unlocked by export_cancelled */
 	struct sink_stats stats;
 	uint64_t rng;
-	bool failing;		       /* the last attempt failed and is being retried */
+	bool failing; /* the last attempt failed and is being retried */
 	uint64_t failed_in_a_row;
 	double next_reject_warn, next_drop_warn;
 	uint64_t rejects_unwarned, drops_unwarned;
@@ -259,13 +259,14 @@ static void *sink_main(void *arg)
 		if (r != EXPORT_OK)
 			snprintf(s->stats.last_error, sizeof(s->stats.last_error), "%s", why);
 		if (r == EXPORT_REJECT)
-			warn_reject = warn_due(&s->next_reject_warn, &s->rejects_unwarned, 1, &rejects);
+			warn_reject =
+				warn_due(&s->next_reject_warn, &s->rejects_unwarned, 1, &rejects);
 		if (r == EXPORT_RETRY) {
 			s->stats.failed_attempts++;
 			s->in_flight = NULL;
 			wait = jitter(s, backoff);
-			backoff = backoff * 2 > s->opts.backoff_max_s ? s->opts.backoff_max_s :
-									   backoff * 2;
+			backoff = backoff * 2 > s->opts.backoff_max_s ? s->opts.backoff_max_s
+								      : backoff * 2;
 			pthread_mutex_unlock(&s->lock);
 			log_result(s, r, why, was_failing, failed_in_a_row, false, 0);
 			pthread_mutex_lock(&s->lock);

@@ -24,14 +24,14 @@ struct export_item {
 	uint64_t from_ns, until_ns; /* CLOCK_REALTIME */
 	uint32_t rate_hz;
 	uint64_t samples;
-	char service[129];	    /* service_name, also among the labels */
+	char service[129]; /* service_name, also among the labels */
 	struct export_label labels[EXPORT_MAX_LABELS];
 	size_t nlabels;
 	void *pprof; /* gzipped profile.proto */
 	size_t pprof_len;
-	void *otlp;  /* ExportProfilesServiceRequest, when an OTLP sink asked for it */
+	void *otlp; /* ExportProfilesServiceRequest, when an OTLP sink asked for it */
 	size_t otlp_len;
-	int refs;    /* guarded by the export lock */
+	int refs; /* guarded by the export lock */
 };
 
 /* What one delivery attempt concluded. */
@@ -62,10 +62,10 @@ struct sink_stats {
 };
 
 struct sink_opts {
-	size_t queue_bytes;	 /* bound of the queue; past it the oldest items go */
-	double backoff_min_s;	 /* first retry after this, doubling, with jitter */
+	size_t queue_bytes;   /* bound of the queue; past it the oldest items go */
+	double backoff_min_s; /* first retry after this, doubling, with jitter */
 	double backoff_max_s;
-	double flush_timeout_s;	 /* at shutdown, how long to keep delivering */
+	double flush_timeout_s; /* at shutdown, how long to keep delivering */
 };
 
 /* Start a sink: takes ownership of ctx (freed with ops->free). NULL on failure. */
@@ -98,6 +98,5 @@ void export_item__put(struct export_item *it); /* drop a reference */
 void export_item__label(struct export_item *it, const char *key, const char *value);
 /* The value of label `key`, or NULL. */
 const char *export_item__get(const struct export_item *it, const char *key);
-
 
 #endif

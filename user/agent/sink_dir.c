@@ -28,7 +28,7 @@
 
 struct dir_sink {
 	char dir[4096];
-	int dfd; /* the directory checked at start */
+	int dfd;		      /* the directory checked at start */
 	uint64_t keep_ns, keep_bytes; /* 0 = no limit */
 	uint64_t seq;
 };
@@ -96,7 +96,8 @@ static void prune(struct dir_sink *d, uint64_t now_ns)
 			cap = cap ? cap * 2 : 64;
 		}
 		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-		files[n].mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+		files[n].mtime_ns =
+			(uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
 		files[n].size = (uint64_t)st.st_size;
 		total += files[n].size;
 		n++;
@@ -224,7 +225,8 @@ static int open_checked(const char *real, char *why, size_t why_size)
 			if (errno == ENOTDIR)
 				snprintf(why, why_size, "%s is not a directory", prefix);
 			else
-				snprintf(why, why_size, "cannot open %s: %s", prefix, strerror(errno));
+				snprintf(why, why_size, "cannot open %s: %s", prefix,
+					 strerror(errno));
 			return -1;
 		}
 	}

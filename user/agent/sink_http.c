@@ -42,8 +42,10 @@ static enum export_result pyroscope_deliver(void *ctx, const struct export_item 
 	struct http_sink *h = ctx;
 	struct strbuf name = { 0 }, url = { 0 };
 	char *ename = NULL, tenant[300];
-	struct http_request r = { .body = it->pprof, .len = it->pprof_len,
-				  .form_part = "profile", .form_filename = "profile.pb.gz",
+	struct http_request r = { .body = it->pprof,
+				  .len = it->pprof_len,
+				  .form_part = "profile",
+				  .form_filename = "profile.pb.gz",
 				  .cancel = export_cancelled };
 	enum export_result res = EXPORT_REJECT;
 	int err;
@@ -161,7 +163,8 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 	if (o->tenant && !valid_tenant(o->tenant)) {
 		snprintf(why, why_size,
 			 "--tenant '%.150s': a tenant ID is 1-150 characters of A-Z a-z 0-9 "
-			 "and ! - _ . * ' ( ), and not . or ..", o->tenant);
+			 "and ! - _ . * ' ( ), and not . or ..",
+			 o->tenant);
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
@@ -194,8 +197,8 @@ struct sink *sink_pyroscope_new(const struct http_sink_opts *o, const struct sin
 	return http_sink_new(&pyroscope_ops, o, opts, why, why_size);
 }
 
-struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts,
-			    char *why, size_t why_size)
+struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts, char *why,
+			    size_t why_size)
 {
 	return http_sink_new(&parca_ops, o, opts, why, why_size);
 }

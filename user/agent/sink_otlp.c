@@ -77,8 +77,8 @@ static const struct sink_ops otlp_ops = {
 	.needs_otlp = true,
 };
 
-struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opts *opts,
-			   char *why, size_t why_size)
+struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opts *opts, char *why,
+			   size_t why_size)
 {
 	struct otlp_sink *s;
 	struct sink *sink;
@@ -102,8 +102,8 @@ struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opt
 	}
 	/* a base URL gets the signal's path, as OTLP exporters do with an endpoint; a URL that
 	 * already ends in it is taken as it is */
-	if (len >= strlen(OTLP_PATH) && !strncmp(o->url + len - strlen(OTLP_PATH), OTLP_PATH,
-						   strlen(OTLP_PATH)))
+	if (len >= strlen(OTLP_PATH) &&
+	    !strncmp(o->url + len - strlen(OTLP_PATH), OTLP_PATH, strlen(OTLP_PATH)))
 		snprintf(s->url, sizeof(s->url), "%.*s", (int)len, o->url);
 	else
 		snprintf(s->url, sizeof(s->url), "%.*s" OTLP_PATH, (int)len, o->url);

@@ -25,12 +25,12 @@ struct http_sink_opts {
 struct sink *sink_pyroscope_new(const struct http_sink_opts *o, const struct sink_opts *opts,
 				char *why, size_t why_size);
 /* Parca's HTTP write API (POST URL/profiles/writeraw). */
-struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts,
-			    char *why, size_t why_size);
+struct sink *sink_parca_new(const struct http_sink_opts *o, const struct sink_opts *opts, char *why,
+			    size_t why_size);
 /* OTLP profiles over HTTP (POST URL/v1development/profiles, or URL itself when it ends so;
  * opentelemetry-proto v1.11.0's schema, profiles development version 1). Its items must
  * carry the OTLP encoding (its ops say needs_otlp); --tenant is Pyroscope's, not sent. */
-struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opts *opts,
-			   char *why, size_t why_size);
+struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opts *opts, char *why,
+			   size_t why_size);
 
 #endif

@@ -118,8 +118,9 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"                         it, the least recently sampled process's are closed\n"
 			"                         (1M-64G, default 256M)\n");
 	if (groups & CLI_DURATION)
-		fprintf(f, "  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
-			   "                         until Ctrl-C or the targets exit)\n");
+		fprintf(f,
+			"  -d, --duration TIME    stop after TIME: 10, 10s, 500ms, 2m (default:\n"
+			"                         until Ctrl-C or the targets exit)\n");
 	if (groups & CLI_OUTPUT)
 		fprintf(f,
 			"Output:\n"
@@ -209,12 +210,13 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 			return 0;
 		case OPT_MAX_DEPTH:
 			if (parse_u32(arg, 1, PW_MAX_FRAMES_CAP, &s->max_depth))
-				return cli_usage_error(cmd, "invalid --max-depth '%s' (1-4096)", arg);
+				return cli_usage_error(cmd, "invalid --max-depth '%s' (1-4096)",
+						       arg);
 			return 0;
 		case OPT_MAX_PROCESSES:
 			if (parse_u32(arg, 1, 1 << 22, &s->max_processes))
-				return cli_usage_error(cmd, "invalid --max-processes '%s' (1-4194304)",
-						       arg);
+				return cli_usage_error(
+					cmd, "invalid --max-processes '%s' (1-4194304)", arg);
 			return 0;
 		case OPT_SYMBOL_CACHE: {
 			uint64_t bytes;
@@ -240,13 +242,16 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 		case OPT_NATIVE_STACK:
 			if (parse_size(arg, PW_USTACK_PAGE, PW_USTACK_MAX, &bytes) ||
 			    (bytes & (bytes - 1)))
-				return cli_usage_error(cmd, "invalid --native-stack '%s' (4K-64K, a "
-							    "power of two)", arg);
+				return cli_usage_error(cmd,
+						       "invalid --native-stack '%s' (4K-64K, a "
+						       "power of two)",
+						       arg);
 			s->native_stack = (uint32_t)bytes;
 			return 0;
 		case OPT_NATIVE_CACHE:
 			if (parse_size(arg, 1ull << 20, 64ull << 30, &s->native_cache))
-				return cli_usage_error(cmd, "invalid --native-cache '%s' (1M-64G)", arg);
+				return cli_usage_error(cmd, "invalid --native-cache '%s' (1M-64G)",
+						       arg);
 			return 0;
 		}
 	}
@@ -262,21 +267,23 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 			else if (!strcmp(arg, "gil"))
 				s->mode = CLI_MODE_GIL;
 			else
-				return cli_usage_error(cmd,
-						       "invalid --mode '%s' (cpu, off-cpu, wall or gil)",
-						       arg);
+				return cli_usage_error(
+					cmd, "invalid --mode '%s' (cpu, off-cpu, wall or gil)",
+					arg);
 			return 0;
 		case OPT_MIN_BLOCK:
 			if (parse_duration_ns(arg, &s->min_block_ns))
-				return cli_usage_error(cmd, "invalid --min-block '%s' (e.g. 1ms, 500us, "
-							    "0)", arg);
+				return cli_usage_error(cmd,
+						       "invalid --min-block '%s' (e.g. 1ms, 500us, "
+						       "0)",
+						       arg);
 			return 0;
 		}
 	}
 	if (s && (spec->groups & CLI_DURATION) && c == 'd') {
 		if (parse_duration_ms(arg, &s->duration_ms))
-			return cli_usage_error(cmd, "invalid duration '%s' (e.g. 10, 10s, 500ms, 2m)",
-					       arg);
+			return cli_usage_error(
+				cmd, "invalid duration '%s' (e.g. 10, 10s, 500ms, 2m)", arg);
 		return 0;
 	}
 	if (o && (spec->groups & CLI_OUTPUT)) {
@@ -307,8 +314,7 @@ static void append(struct option *all, size_t *n, const struct option *opts, siz
 }
 
 /* Conflicts between options, and what a group needs. Returns -1 or an exit code. */
-static int check(const struct cli_spec *spec, struct cli_sampling *s,
-		 const struct cli_output *o)
+static int check(const struct cli_spec *spec, struct cli_sampling *s, const struct cli_output *o)
 {
 	const char *cmd = spec->name;
 
@@ -318,16 +324,18 @@ static int check(const struct cli_spec *spec, struct cli_sampling *s,
 					       "--all takes every process: give no -p or command");
 		if (!s->all && !s->npids && !s->command &&
 		    !(spec->target_optional && *spec->target_optional))
-			return cli_usage_error(cmd, "%s",
-					       (spec->groups & CLI_COMMAND) ?
-						       "nothing to profile: give -p PID, --all or -- "
-						       "COMMAND" :
-						       "nothing to profile: give -p PID or --all");
+			return cli_usage_error(
+				cmd, "%s",
+				(spec->groups & CLI_COMMAND)
+					? "nothing to profile: give -p PID, --all or -- "
+					  "COMMAND"
+					: "nothing to profile: give -p PID or --all");
 		if (s->npids && s->command)
-			return cli_usage_error(cmd, "%s", "give either -p PID or a command, not both");
-		if (s->subprocesses && s->all)
 			return cli_usage_error(cmd, "%s",
-					       "--subprocesses needs -p PID or a command, not --all");
+					       "give either -p PID or a command, not both");
+		if (s->subprocesses && s->all)
+			return cli_usage_error(
+				cmd, "%s", "--subprocesses needs -p PID or a command, not --all");
 		if (s->native_stack && !s->native)
 			return cli_usage_error(cmd, "%s", "--native-stack needs --native");
 		if (s->native_cache && !s->native)
@@ -336,13 +344,15 @@ static int check(const struct cli_spec *spec, struct cli_sampling *s,
 			s->native_stack = PW_USTACK_DEFAULT;
 	}
 	/* a name pywalk does not know is a mistake to say, not a reason to write folded */
-	if (o && (o->format ? !out_by_name(o->format) :
-			      o->path && out_path_has_extension(o->path) && !out_by_path(o->path))) {
+	if (o &&
+	    (o->format ? !out_by_name(o->format)
+		       : o->path && out_path_has_extension(o->path) && !out_by_path(o->path))) {
 		char why[256];
 
 		snprintf(why, sizeof(why),
-			 o->format ? "unknown format '%%s' (formats: %s)" :
-				     "no format has the extension of '%%s' (formats: %s; or give -f)",
+			 o->format
+				 ? "unknown format '%%s' (formats: %s)"
+				 : "no format has the extension of '%%s' (formats: %s; or give -f)",
 			 out_names());
 		return cli_usage_error(cmd, why, o->format ? o->format : o->path);
 	}
@@ -449,7 +459,8 @@ int cli_parse(int argc, char **argv, const struct cli_spec *spec, struct cli_sam
 	}
 	if (optind < argc) {
 		if (!s || !(spec->groups & CLI_COMMAND))
-			return cli_usage_error(spec->name, "unexpected argument '%s'", argv[optind]);
+			return cli_usage_error(spec->name, "unexpected argument '%s'",
+					       argv[optind]);
 		s->command = argv + optind;
 	}
 	if (s && spec->default_all && !s->all && !s->npids && !s->command)

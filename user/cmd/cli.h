@@ -43,15 +43,15 @@ enum {
 
 /* A command's own options on top of the groups. */
 struct cli_spec {
-	const char *name;		 /* "record" */
-	unsigned int groups;		 /* CLI_* */
-	uint32_t default_hz;		 /* -F when not given (0: 99) */
-	bool default_all;		 /* no target given means --all (the agent) */
-	const struct option *options;	 /* its own long options, { 0 }-terminated; may be NULL */
-	const char *shortopts;		 /* its own short options ("i:"), may be NULL */
+	const char *name;	      /* "record" */
+	unsigned int groups;	      /* CLI_* */
+	uint32_t default_hz;	      /* -F when not given (0: 99) */
+	bool default_all;	      /* no target given means --all (the agent) */
+	const struct option *options; /* its own long options, { 0 }-terminated; may be NULL */
+	const char *shortopts;	      /* its own short options ("i:"), may be NULL */
 	/* handle one of its own options; returns 0, or an exit code (usage error) */
 	int (*handle)(void *ctx, int opt, const char *arg);
-	void (*help)(FILE *f);		 /* the whole --help text (uses cli_help_groups) */
+	void (*help)(FILE *f); /* the whole --help text (uses cli_help_groups) */
 	/* takes the arguments that are not options (trace's probes), anywhere before "--";
 	 * the command then starts only after "--". Returns 0 or an exit code. May be NULL. */
 	int (*positional)(void *ctx, const char *arg);

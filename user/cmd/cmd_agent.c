@@ -212,8 +212,10 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		if (!eq || eq == arg || !eq[1] || eq - arg >= 256 || strlen(eq + 1) > 128 ||
 		    strspn(eq + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 				   "0123456789-_.") != strlen(eq + 1))
-			return usage("invalid --service '%s' (GLOB=NAME; NAME of A-Z a-z 0-9 - _ ., "
-				     "at most 128)", arg);
+			return usage(
+				"invalid --service '%s' (GLOB=NAME; NAME of A-Z a-z 0-9 - _ ., "
+				"at most 128)",
+				arg);
 		if (c->nservice_rules == AGENT_MAX_SERVICE_RULES)
 			return usage("too many --service rules (at most 32): %s", arg);
 		c->service_rules[c->nservice_rules++] = arg;
@@ -286,7 +288,8 @@ static int read_config(const struct cli_spec *spec, const char *path, char ***ar
 			goto fail;
 		}
 		if (kind == 1 && (!value || !*value)) {
-			pw_err("%s:%d: '%s' needs a value ('%s = VALUE')\n", path, lineno, key, key);
+			pw_err("%s:%d: '%s' needs a value ('%s = VALUE')\n", path, lineno, key,
+			       key);
 			goto fail;
 		}
 		if (kind == 0 && value && *value) {

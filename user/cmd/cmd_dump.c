@@ -56,13 +56,12 @@ static void dump_help(FILE *f)
 		"                         coroutine frames, innermost first\n",
 		PW_DEFAULT_MAX_DEPTH);
 	cli_help_other(f, 0);
-	fprintf(f,
-		"\nExamples:\n"
-		"    pywalk dump -p 4242\n"
-		"    pywalk dump -p 4242 --json | jq '.processes[0].threads[].frames[0]'\n"
-		"    pywalk dump --async -p 4242\n\n"
-		"Exit status: 0 every process dumped, 1 one could not be, 2 usage error (or\n"
-		"--async for a Python before 3.14).\n");
+	fprintf(f, "\nExamples:\n"
+		   "    pywalk dump -p 4242\n"
+		   "    pywalk dump -p 4242 --json | jq '.processes[0].threads[].frames[0]'\n"
+		   "    pywalk dump --async -p 4242\n\n"
+		   "Exit status: 0 every process dumped, 1 one could not be, 2 usage error (or\n"
+		   "--async for a Python before 3.14).\n");
 }
 
 static int dump_usage(const char *fmt, const char *arg)
@@ -80,7 +79,8 @@ static int handle_option(void *ctx, int opt, const char *arg)
 
 		if (!copy)
 			return EXIT_FAIL;
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (char *tok = strtok_r(copy, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
 			uint32_t pid;
 
 			if (parse_u32(tok, 1, 0x3fffffff, &pid) || c->npids == CLI_MAX_PIDS) {
@@ -134,8 +134,8 @@ struct frame_text {
 };
 
 /* Name, file and line of frame f; false for a shim frame (not shown). */
-static bool frame_text(struct symtab *st, const struct symtab_target *stt,
-		       const struct pw_frame *f, struct frame_text *out)
+static bool frame_text(struct symtab *st, const struct symtab_target *stt, const struct pw_frame *f,
+		       struct frame_text *out)
 {
 	int64_t sym = symtab__resolve(st, stt, f->code, f->tag);
 	uint32_t func;
@@ -192,8 +192,8 @@ static struct task_index *index_tasks(const struct async_tasks *a)
 	return ix;
 }
 
-static const struct async_task *task_at(const struct async_tasks *a,
-					const struct task_index *ix, uint64_t addr)
+static const struct async_task *task_at(const struct async_tasks *a, const struct task_index *ix,
+					uint64_t addr)
 {
 	struct task_index key = { addr, 0 };
 	const struct task_index *hit = bsearch(&key, ix, a->ntasks, sizeof(*ix), index_cmp);
@@ -229,7 +229,8 @@ static void async_summary(const struct async_tasks *a, char *buf, size_t size)
 			 "listed, the first %zu shown",
 			 ASYNC_MAX_LISTED, a->listed, a->ntasks);
 	else if (a->listed > a->ntasks + a->unreadable)
-		snprintf(buf, size, "%zu tasks listed, the first %zu shown (pywalk reads at most %u)",
+		snprintf(buf, size,
+			 "%zu tasks listed, the first %zu shown (pywalk reads at most %u)",
 			 a->listed, a->ntasks, ASYNC_MAX_TASKS);
 	else if (a->unreadable)
 		snprintf(buf, size, "%zu of %zu tasks could not be read", a->unreadable, a->listed);
@@ -285,8 +286,8 @@ static int json_frames(struct strbuf *sb, struct symtab *st, const struct symtab
 	return err;
 }
 
-static int print_async_text(struct strbuf *sb, struct symtab *st,
-			    const struct symtab_target *stt, const struct dump *d)
+static int print_async_text(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+			    const struct dump *d)
 {
 	const struct async_tasks *a = &d->aio;
 	struct task_index *ix;
@@ -320,10 +321,11 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 		if (!err)
 			err = escape_folded(sb, task_name(k));
 		if (!err && tid)
-			err = strbuf_addf(sb, "\" (thread %d%s)", tid, k->running ? ", running" : "");
+			err = strbuf_addf(sb, "\" (thread %d%s)", tid,
+					  k->running ? ", running" : "");
 		else if (!err)
-			err = strbuf_addf(sb, "\" (%s)", k->thread_id ? "thread unknown" :
-							       "of an exited thread");
+			err = strbuf_addf(sb, "\" (%s)",
+					  k->thread_id ? "thread unknown" : "of an exited thread");
 		for (uint32_t j = 0; j < k->nawaiters && !err; j++) {
 			const struct async_task *p = task_at(a, ix, k->awaiters[j]);
 
@@ -346,16 +348,18 @@ static int print_async_text(struct strbuf *sb, struct symtab *st,
 		if (!err)
 			err = text_frames(sb, st, stt, k->frames, k->nframes);
 		if (!err && k->frames_cut)
-			err = strbuf_addf(sb, "    (more coroutine frames not shown: --max-depth)\n");
+			err = strbuf_addf(sb,
+					  "    (more coroutine frames not shown: --max-depth)\n");
 		if (!err && k->frames_unreadable)
-			err = strbuf_addf(sb, "    (the rest of its coroutine chain could not be read)\n");
+			err = strbuf_addf(
+				sb, "    (the rest of its coroutine chain could not be read)\n");
 	}
 	free(ix);
 	return err;
 }
 
-static int print_async_json(struct strbuf *sb, struct symtab *st,
-			    const struct symtab_target *stt, const struct dump *d)
+static int print_async_json(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
+			    const struct dump *d)
 {
 	static const char *const status[] = { [ASYNC_OK] = "ok",
 					      [ASYNC_UNSUPPORTED] = "unsupported",
@@ -373,7 +377,8 @@ static int print_async_json(struct strbuf *sb, struct symtab *st,
 	if (!err)
 		err = json_str(sb, "table", a->table_file, true);
 	if (!err)
-		err = strbuf_addf(sb, ",\"tables_rejected\":%u,\"listed\":%zu,\"list_cut\":%s,"
+		err = strbuf_addf(sb,
+				  ",\"tables_rejected\":%u,\"listed\":%zu,\"list_cut\":%s,"
 				  "\"unreadable\":%zu,\"tasks\":[",
 				  a->tables_rejected, a->listed, a->list_cut ? "true" : "false",
 				  a->unreadable);
@@ -393,7 +398,8 @@ static int print_async_json(struct strbuf *sb, struct symtab *st,
 			err = strbuf_addf(sb, "%s\"0x%llx\"", j ? "," : "",
 					  (unsigned long long)k->awaiters[j]);
 		if (!err)
-			err = strbuf_addf(sb, "],\"awaiters_cut\":%u,\"frames_cut\":%s,"
+			err = strbuf_addf(sb,
+					  "],\"awaiters_cut\":%u,\"frames_cut\":%s,"
 					  "\"frames_unreadable\":%s,\"frames\":[",
 					  k->awaiters_cut, k->frames_cut ? "true" : "false",
 					  k->frames_unreadable ? "true" : "false");
@@ -409,8 +415,9 @@ static int print_async_json(struct strbuf *sb, struct symtab *st,
 
 static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d)
 {
-	struct symtab_target stt = { .id = 1, .pid = d->t.pid, .code_type = d->t.code_type,
-				     .lay = &d->t.ver.obj };
+	struct symtab_target stt = {
+		.id = 1, .pid = d->t.pid, .code_type = d->t.code_type, .lay = &d->t.ver.obj
+	};
 	char ver[16], why[96];
 	int err;
 
@@ -420,8 +427,7 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 	if (!err)
 		err = strbuf_addf(sb, "), CPython %s, %zu thread%s%s:\n",
 				  py_version_str(&d->t.ver, ver, sizeof(ver)), d->nthreads,
-				  d->nthreads == 1 ? "" : "s",
-				  d->paused ? "" : " (not paused)");
+				  d->nthreads == 1 ? "" : "s", d->paused ? "" : " (not paused)");
 	if (!err && (d->names_err || d->names.unreadable))
 		err = strbuf_addf(sb, "(Python thread names: %s)\n",
 				  names_problem(d, why, sizeof(why)));
@@ -431,7 +437,8 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 		if (t->tid)
 			err = strbuf_addf(sb, "\nThread %d \"", t->tid);
 		else
-			err = strbuf_addf(sb, "\nThread 0x%llx \"", (unsigned long long)t->thread_id);
+			err = strbuf_addf(sb, "\nThread 0x%llx \"",
+					  (unsigned long long)t->thread_id);
 		if (!err)
 			err = escape_folded(sb, t->name[0] ? t->name : "?");
 		if (!err && t->pyname[0]) {
@@ -445,8 +452,9 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 					  (t->gil & PW_SF_GIL_HELD) ? ", holds the GIL" : "",
 					  t->outcome == PW_OUT_SHIPPED ? ":" : "");
 		if (!err && t->moved)
-			err = strbuf_addf(sb, "    (no stack: it ran while it was read; without "
-					      "--nonblocking the process is paused for the read)\n");
+			err = strbuf_addf(sb,
+					  "    (no stack: it ran while it was read; without "
+					  "--nonblocking the process is paused for the read)\n");
 		else if (!err && t->outcome != PW_OUT_SHIPPED)
 			err = strbuf_addf(sb, "    (no stack: %s)\n",
 					  engine_outcome_label(t->outcome, false));
@@ -471,8 +479,9 @@ static int json_str(struct strbuf *sb, const char *key, const char *v, bool comm
 
 static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d)
 {
-	struct symtab_target stt = { .id = 1, .pid = d->t.pid, .code_type = d->t.code_type,
-				     .lay = &d->t.ver.obj };
+	struct symtab_target stt = {
+		.id = 1, .pid = d->t.pid, .code_type = d->t.code_type, .lay = &d->t.ver.obj
+	};
 	char ver[32], why[96], state[2] = { 0 };
 	int err;
 
@@ -485,7 +494,8 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 	if (!err)
 		err = strbuf_addf(sb, ",\"paused\":%s", d->paused ? "true" : "false");
 	if (!err)
-		err = strbuf_addf(sb, ",\"python_names\":{\"threads\":%zu,\"named\":%zu,"
+		err = strbuf_addf(sb,
+				  ",\"python_names\":{\"threads\":%zu,\"named\":%zu,"
 				  "\"unreadable\":%zu",
 				  d->names.nthreads, d->names.named, d->names.unreadable);
 	if (!err && d->names_err)
@@ -512,14 +522,14 @@ static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d
 		/* null: its Python does not tell */
 		if (!err)
 			err = strbuf_addf(sb, ",\"holds_gil\":%s",
-					  !(t->gil & PW_SF_GIL_KNOWN) ? "null" :
-					  (t->gil & PW_SF_GIL_HELD)   ? "true" :
-									"false");
+					  !(t->gil & PW_SF_GIL_KNOWN) ? "null"
+					  : (t->gil & PW_SF_GIL_HELD) ? "true"
+								      : "false");
 		if (!err)
 			err = json_str(sb, "status",
-				       t->outcome == PW_OUT_SHIPPED ? "ok" :
-				       t->moved			    ? "ran while read" :
-				       engine_outcome_label(t->outcome, false),
+				       t->outcome == PW_OUT_SHIPPED ? "ok"
+				       : t->moved		    ? "ran while read"
+						  : engine_outcome_label(t->outcome, false),
 				       true);
 		if (!err)
 			err = strbuf_add(sb, ",\"frames\":[", 11);

@@ -39,15 +39,16 @@ static void record_help(FILE *f)
 		"A command that is not Python itself (a shell, make) is followed into the Python\n"
 		"processes it starts; with --subprocesses every descendant is.\n\n");
 	cli_help_groups(f, CLI_SAMPLING | CLI_RATE | CLI_NATIVE | CLI_DURATION | CLI_OUTPUT, 0);
-	fprintf(f, "      --threads          add a root frame per thread: 'NAME (TID)', its Python\n"
-		   "                         name (threading's), else its OS name\n"
-		   "      --function         a frame per function, not per line: the calls of a\n"
-		   "                         function from several lines are one box, shown at\n"
-		   "                         its first line (py-spy's --nolineno)\n"
-		   "      --gil-stats        at the end, per thread: the share of its samples\n"
-		   "                         holding the GIL, on CPU without it (waiting for\n"
-		   "                         it, or in C code that released it) and, with\n"
-		   "                         --mode wall, off CPU\n");
+	fprintf(f,
+		"      --threads          add a root frame per thread: 'NAME (TID)', its Python\n"
+		"                         name (threading's), else its OS name\n"
+		"      --function         a frame per function, not per line: the calls of a\n"
+		"                         function from several lines are one box, shown at\n"
+		"                         its first line (py-spy's --nolineno)\n"
+		"      --gil-stats        at the end, per thread: the share of its samples\n"
+		"                         holding the GIL, on CPU without it (waiting for\n"
+		"                         it, or in C code that released it) and, with\n"
+		"                         --mode wall, off CPU\n");
 	cli_help_other(f, CLI_QUIET);
 	fprintf(f,
 		"\n"
@@ -160,7 +161,8 @@ static int command_end(struct engine *e, const struct cli_sampling *s)
 			uint64_t ms = s->duration_ms;
 
 			pw_info("stopped the command (SIGTERM): -d %llu%s is over\n",
-				(unsigned long long)(ms % 1000 ? ms : ms / 1000), ms % 1000 ? "ms" : "s");
+				(unsigned long long)(ms % 1000 ? ms : ms / 1000),
+				ms % 1000 ? "ms" : "s");
 		} else {
 			pw_info("stopped the command (SIGTERM)\n");
 		}
@@ -180,7 +182,8 @@ static void warn_no_stacks(const struct engine_counts *c, const struct cli_sampl
 	rejected = engine_rejected(c->outcomes, &worst);
 	if (c->outcomes[PW_OUT_SHIPPED]) {
 		pw_warn("no Python stacks were captured: none of the %s shipped could be counted "
-			"(see above)\n", fmt_count(c->outcomes[PW_OUT_SHIPPED], n, sizeof(n)));
+			"(see above)\n",
+			fmt_count(c->outcomes[PW_OUT_SHIPPED], n, sizeof(n)));
 		return;
 	}
 	if (!taken) {
@@ -191,7 +194,8 @@ static void warn_no_stacks(const struct engine_counts *c, const struct cli_sampl
 	if (c->outcomes[PW_OUT_LOST] >= rejected &&
 	    c->outcomes[PW_OUT_LOST] >= c->outcomes[PW_OUT_NO_TSTATE] + c->outcomes[PW_OUT_EMPTY]) {
 		pw_warn("no Python stacks were captured: %s of %s samples were lost (ring buffer "
-			"full; lower -F)\n", fmt_count(c->outcomes[PW_OUT_LOST], n, sizeof(n)),
+			"full; lower -F)\n",
+			fmt_count(c->outcomes[PW_OUT_LOST], n, sizeof(n)),
 			fmt_count(taken, m, sizeof(m)));
 		return;
 	}
@@ -270,9 +274,10 @@ int cmd_record(int argc, char **argv)
 	if (!writer)
 		writer = out_by_name("folded");
 	if (ro.gil_stats && s.mode == CLI_MODE_OFFCPU)
-		return cli_usage_error("record", "%s",
-				       "--gil-stats counts on-CPU samples: give --mode cpu, wall or "
-				       "gil, not off-cpu");
+		return cli_usage_error(
+			"record", "%s",
+			"--gil-stats counts on-CPU samples: give --mode cpu, wall or "
+			"gil, not off-cpu");
 
 	e = engine__new(&(struct engine_opts){
 		.sampling = &s,

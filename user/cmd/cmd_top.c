@@ -117,8 +117,8 @@ static int handle_option(void *ctx, int opt, const char *arg)
 	case 'i':
 		if (parse_duration_ms(arg, &o->interval_ms) || o->interval_ms < MIN_INTERVAL_MS ||
 		    o->interval_ms > MAX_INTERVAL_MS)
-			return cli_usage_error("top", "invalid interval '%s' (100ms-1h: 1, 2s, 500ms)",
-					       arg);
+			return cli_usage_error(
+				"top", "invalid interval '%s' (100ms-1h: 1, 2s, 500ms)", arg);
 		return 0;
 	case OPT_CUMULATIVE:
 		o->cumulative = true;
@@ -412,8 +412,10 @@ int cmd_top(int argc, char **argv)
 		{ "probe", required_argument, NULL, OPT_PROBE },
 		{ 0 },
 	};
-	struct top_run r = { .o = { .interval_ms = 1000 }, .keys = { .sort = TOP_SORT_OWN },
-			     .sampling = true, .redraw = true };
+	struct top_run r = { .o = { .interval_ms = 1000 },
+			     .keys = { .sort = TOP_SORT_OWN },
+			     .sampling = true,
+			     .redraw = true };
 	struct cli_spec spec = { .name = "top",
 				 .groups = CLI_SAMPLING | CLI_RATE,
 				 .options = options,

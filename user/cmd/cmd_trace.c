@@ -130,29 +130,32 @@ static int handle_option(void *ctx, int opt, const char *arg)
 		return 0;
 	case OPT_AGGREGATE_ENTRIES:
 		if (parse_u32(arg, 1, 1u << 20, &t->aggregate_entries))
-			return cli_usage_error("trace", "invalid --aggregate-entries '%s' (1-1048576)",
-					       arg);
+			return cli_usage_error("trace",
+					       "invalid --aggregate-entries '%s' (1-1048576)", arg);
 		return 0;
 	/* the sampler's options, which would do nothing here */
 	case 'F':
 	case 'r':
-		return cli_usage_error("trace", "%s",
-				       "trace takes no -F/--frequency: a probe's rate is in its spec "
-				       "(e.g. software:cpu-clock:99hz); tracepoints, uprobes and USDT "
-				       "probes count every hit");
+		return cli_usage_error(
+			"trace", "%s",
+			"trace takes no -F/--frequency: a probe's rate is in its spec "
+			"(e.g. software:cpu-clock:99hz); tracepoints, uprobes and USDT "
+			"probes count every hit");
 	case 'e':
 		return cli_usage_error("trace", "%s",
 				       "trace takes no -e/--event: the probe is the event (e.g. "
 				       "software:cpu-clock:99hz, hardware:cycles:1000000)");
 	case CLI_OPT_MODE:
-		return cli_usage_error("trace", "%s",
-				       "trace takes no --mode: it counts the probes' hits (--latency "
-				       "weighs them by the time inside; off-CPU time is pywalk record "
-				       "--mode off-cpu)");
+		return cli_usage_error(
+			"trace", "%s",
+			"trace takes no --mode: it counts the probes' hits (--latency "
+			"weighs them by the time inside; off-CPU time is pywalk record "
+			"--mode off-cpu)");
 	case CLI_OPT_MIN_BLOCK:
-		return cli_usage_error("trace", "%s",
-				       "trace takes no --min-block: it is pywalk record --mode off-cpu's "
-				       "(trace --filter chooses which hits count)");
+		return cli_usage_error(
+			"trace", "%s",
+			"trace takes no --min-block: it is pywalk record --mode off-cpu's "
+			"(trace --filter chooses which hits count)");
 	}
 	return 1;
 }
@@ -204,22 +207,25 @@ static int print_summary(struct engine *e, const struct trace_opts *t)
 		if (err || log_level < LOG_INFO)
 			continue;
 		log_printf(LOG_INFO, "pywalk: %llu hits of %s, accounted as:\n",
-			(unsigned long long)c.runs, tp->spec.text);
+			   (unsigned long long)c.runs, tp->spec.text);
 		for (int k = 0; k < PW_OUT__COUNT; k++)
 			if (k != PW_OUT_AGG_FULL || t->aggregate)
 				log_printf(LOG_INFO, "  %-26s %10llu\n",
 					   engine_outcome_label(k, false),
 					   (unsigned long long)c.outcomes[k]);
 		if (tp->latency)
-			log_printf(LOG_INFO,
+			log_printf(
+				LOG_INFO,
 				"pywalk: %s: %llu entries; %llu returns without their entry "
 				"(calls in progress at the start), %llu calls nested too deep to "
 				"pair\n",
-				tp->spec.text, (unsigned long long)c.counters[PW_CNT_LATENCY_ENTRIES],
+				tp->spec.text,
+				(unsigned long long)c.counters[PW_CNT_LATENCY_ENTRIES],
 				(unsigned long long)c.counters[PW_CNT_LATENCY_UNPAIRED],
 				(unsigned long long)c.counters[PW_CNT_LATENCY_DEEP]);
 		if (t->aggregate)
-			log_printf(LOG_INFO,
+			log_printf(
+				LOG_INFO,
 				"pywalk: %s: --aggregate: of the %llu shipped, %llu counted in the "
 				"kernel, %llu shipped as the first of their stack, %llu shipped whole "
 				"(%llu deeper than %d frames, %llu whose stack hash another stack "
@@ -258,8 +264,9 @@ static int print_summary(struct engine *e, const struct trace_opts *t)
 static int run(struct trace_opts *t, const struct cli_sampling *s, const struct cli_output *o)
 {
 	struct trace_run r = { .t = t, .print = { .f = stdout, .set = &t->set } };
-	struct engine_opts eo = { .sampling = s, .no_sampler = true, .attach = attach,
-				  .attach_ctx = &r };
+	struct engine_opts eo = {
+		.sampling = s, .no_sampler = true, .attach = attach, .attach_ctx = &r
+	};
 	const struct out_writer *writer = NULL;
 	bool write_profile = !t->print || o->path;
 	struct outfile out = { 0 };
@@ -268,19 +275,22 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	int ret = EXIT_FAIL, err;
 
 	if (t->aggregate && t->print)
-		return cli_usage_error("trace", "%s",
-				       "--print writes every hit and --aggregate ships only the first "
-				       "of each stack: give one of them");
+		return cli_usage_error(
+			"trace", "%s",
+			"--print writes every hit and --aggregate ships only the first "
+			"of each stack: give one of them");
 	if (t->aggregate_entries && !t->aggregate)
 		return cli_usage_error("trace", "%s", "--aggregate-entries is for --aggregate");
 	if (t->aggregate && s->kernel)
-		return cli_usage_error("trace", "%s",
-				       "--kernel cannot go with --aggregate: the kernel counts stacks "
-				       "of Python frames only");
+		return cli_usage_error(
+			"trace", "%s",
+			"--kernel cannot go with --aggregate: the kernel counts stacks "
+			"of Python frames only");
 	if (t->aggregate && s->native)
-		return cli_usage_error("trace", "%s",
-				       "--native cannot go with --aggregate: the kernel counts stacks "
-				       "of Python frames only, and a native stack is unwound per hit");
+		return cli_usage_error(
+			"trace", "%s",
+			"--native cannot go with --aggregate: the kernel counts stacks "
+			"of Python frames only, and a native stack is unwound per hit");
 	if (t->latency) {
 		if (probe_set_check_latency(&t->set, why, sizeof(why)))
 			return cli_usage_error("trace", "%s", why);
@@ -296,13 +306,15 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	if (!writer)
 		writer = out_by_name("folded");
 	if (writer->timeline && !t->latency)
-		return cli_usage_error("trace", "%s", "the timeline format places each hit in "
-						      "time by what it lasted: use it with --latency");
-	if (writer->timeline && t->aggregate)
 		return cli_usage_error("trace", "%s",
-				       "the timeline format places each hit in time and --aggregate "
-				       "counts hits in the kernel, without their times: give one of "
-				       "them");
+				       "the timeline format places each hit in "
+				       "time by what it lasted: use it with --latency");
+	if (writer->timeline && t->aggregate)
+		return cli_usage_error(
+			"trace", "%s",
+			"the timeline format places each hit in time and --aggregate "
+			"counts hits in the kernel, without their times: give one of "
+			"them");
 
 	eo.profile.timeline = writer->timeline;
 	eo.profile.by_process = s->npids > 1 || s->all;

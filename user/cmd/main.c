@@ -21,19 +21,21 @@ static const struct cmd {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: pywalk <command> [options] [-- command args...]\n\n"
-		   "An eBPF sampling profiler for CPython 3.10-3.15 that ships only complete stacks.\n\n"
-		   "Commands:\n");
+	fprintf(f,
+		"Usage: pywalk <command> [options] [-- command args...]\n\n"
+		"An eBPF sampling profiler for CPython 3.10-3.15 that ships only complete stacks.\n\n"
+		"Commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "  %-8s %s\n", "help", "show help of a command ('pywalk help record')");
-	fprintf(f, "\nOptions: -h, --help   this text;   --version   print the version\n"
-		   "\nExamples:\n"
-		   "    pywalk record -p 4242 -d 10 -o out.folded   # 10 s of PID 4242\n"
-		   "    pywalk record -- python3 app.py             # profile a command to its end\n"
-		   "    pywalk record -p 4242 -d 30 -o flame.html   # interactive flame graph\n"
-		   "    pywalk top -p 4242                          # live view, like top\n"
-		   "\nExit status: 0 ok, 1 runtime failure, 2 usage error.\n");
+	fprintf(f,
+		"\nOptions: -h, --help   this text;   --version   print the version\n"
+		"\nExamples:\n"
+		"    pywalk record -p 4242 -d 10 -o out.folded   # 10 s of PID 4242\n"
+		"    pywalk record -- python3 app.py             # profile a command to its end\n"
+		"    pywalk record -p 4242 -d 30 -o flame.html   # interactive flame graph\n"
+		"    pywalk top -p 4242                          # live view, like top\n"
+		"\nExit status: 0 ok, 1 runtime failure, 2 usage error.\n");
 }
 
 int main(int argc, char **argv)

@@ -16,7 +16,7 @@
 #define MS (1000000ull)
 /* Retries after an exec or of a program that links a libpython not mapped yet: the
  * dynamic loader maps it within milliseconds, and a short-lived program is gone soon. */
-static const uint64_t fast_backoff_ns[] = { 1 * MS, 2 * MS, 4 * MS, 8 * MS, 16 * MS,
+static const uint64_t fast_backoff_ns[] = { 1 * MS,  2 * MS,  4 * MS,	8 * MS,	  16 * MS,
 					    32 * MS, 64 * MS, 128 * MS, 256 * MS, 512 * MS };
 /* Then, for an interpreter an embedder may dlopen at any time. */
 static const uint64_t slow_backoff_ns[] = { 1000 * MS, 5000 * MS, 30000 * MS, 120000 * MS,
@@ -172,8 +172,7 @@ static struct watch *watched(const struct discover *d, pid_t pid)
 {
 	uint32_t i;
 
-	if (!htab_find(&d->watch_by_pid, hash_mix64((uint32_t)pid), watch_eq, &pid, (void *)d,
-		       &i))
+	if (!htab_find(&d->watch_by_pid, hash_mix64((uint32_t)pid), watch_eq, &pid, (void *)d, &i))
 		return NULL;
 	return &d->watch[i];
 }
@@ -230,8 +229,8 @@ static struct skipped *skipped_of(const struct discover *d, pid_t pid)
 {
 	uint32_t i;
 
-	if (!htab_find(&d->skipped_by_pid, hash_mix64((uint32_t)pid), skipped_eq, &pid,
-		       (void *)d, &i))
+	if (!htab_find(&d->skipped_by_pid, hash_mix64((uint32_t)pid), skipped_eq, &pid, (void *)d,
+		       &i))
 		return NULL;
 	return &d->skipped[i];
 }
@@ -256,8 +255,7 @@ static void unskip(struct discover *d, pid_t pid)
 
 /* Count the skip of lifetime `start_ticks` of `pid`, unless it was counted already.
  * true when it is counted now. */
-static bool count_skip(struct discover *d, pid_t pid, uint64_t start_ticks,
-		       enum discover_skip why)
+static bool count_skip(struct discover *d, pid_t pid, uint64_t start_ticks, enum discover_skip why)
 {
 	struct skipped *s;
 
@@ -276,9 +274,8 @@ static bool count_skip(struct discover *d, pid_t pid, uint64_t start_ticks,
 	if (!grow_array((void **)&d->skipped, &d->skipped_cap, d->nskipped + 1,
 			sizeof(*d->skipped)) &&
 	    !htab_insert(&d->skipped_by_pid, hash_mix64((uint32_t)pid), (uint32_t)d->nskipped))
-		d->skipped[d->nskipped++] = (struct skipped){ .pid = pid,
-							      .start_ticks = start_ticks,
-							      .listed = true };
+		d->skipped[d->nskipped++] =
+			(struct skipped){ .pid = pid, .start_ticks = start_ticks, .listed = true };
 	return true;
 }
 
@@ -312,10 +309,11 @@ static int watch(struct discover *d, pid_t pid, enum retry how, uint64_t now_ns)
 		w->fast_spent = true;
 		w->attempts = 0;
 	}
-	w->next_ns = now_ns + (w->fast ? fast_backoff_ns[w->attempts] :
-			       slow_backoff_ns[w->attempts < ARRAY_SIZE(slow_backoff_ns) ?
-						       w->attempts :
-						       ARRAY_SIZE(slow_backoff_ns) - 1]);
+	w->next_ns =
+		now_ns + (w->fast ? fast_backoff_ns[w->attempts]
+				  : slow_backoff_ns[w->attempts < ARRAY_SIZE(slow_backoff_ns)
+							    ? w->attempts
+							    : ARRAY_SIZE(slow_backoff_ns) - 1]);
 	w->attempts++;
 	return 0;
 }
@@ -333,8 +331,8 @@ static enum discover_skip skip_reason(const struct target *t, int err)
 	if (err == -EPERM || err == -EACCES)
 		return DISCOVER_SKIP_PERMISSION;
 	if (err == -ENOTSUP)
-		return t->ver.free_threaded ? DISCOVER_SKIP_FREE_THREADED :
-					      DISCOVER_SKIP_UNSUPPORTED;
+		return t->ver.free_threaded ? DISCOVER_SKIP_FREE_THREADED
+					    : DISCOVER_SKIP_UNSUPPORTED;
 	if (err == -E2BIG)
 		return DISCOVER_SKIP_MAP_FULL;
 	return DISCOVER_SKIP_ERROR;
@@ -391,8 +389,8 @@ enum watch_mode {
 /* Look at `pid` now. Returns 0 when it became a target, -ENOEXEC when it is not Python
  * (watched per `mode`), -EFAULT when its memory could not be read yet (watched, unless
  * WATCH_NONE), or another negative errno (skipped, counted). */
-static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t now_ns,
-		   char *why, size_t why_size)
+static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t now_ns, char *why,
+		   size_t why_size)
 {
 	struct target t;
 	bool later = false;
@@ -410,7 +408,9 @@ static int try_pid(struct discover *d, pid_t pid, enum watch_mode mode, uint64_t
 	if (err == -ENOEXEC) {
 		if (mode != WATCH_NONE)
 			watch(d, pid,
-			      mode == WATCH_FAST ? RETRY_EXEC : later ? RETRY_SOON : RETRY_KEEP,
+			      mode == WATCH_FAST ? RETRY_EXEC
+			      : later		 ? RETRY_SOON
+						 : RETRY_KEEP,
 			      now_ns);
 		return err;
 	}

@@ -17,10 +17,10 @@
 
 /* Why a process that was looked at is not sampled (counted, shown in the summary): the
  * words a user reads, and the metric label a query names. */
-#define DISCOVER_SKIPS(X)                                                          \
-	X(PERMISSION, "permission denied", "permission_denied")                    \
-	X(UNSUPPORTED, "unsupported Python version", "unsupported_version")        \
-	X(FREE_THREADED, "free-threaded build", "free_threaded")                   \
+#define DISCOVER_SKIPS(X)                                                               \
+	X(PERMISSION, "permission denied", "permission_denied")                         \
+	X(UNSUPPORTED, "unsupported Python version", "unsupported_version")             \
+	X(FREE_THREADED, "free-threaded build", "free_threaded")                        \
 	X(MAP_FULL, "too many processes (raise --max-processes)", "too_many_processes") \
 	X(ERROR, "could not be inspected", "error")
 
@@ -28,12 +28,12 @@ enum discover_skip {
 #define DISCOVER_X_ENUM(name, label, id) DISCOVER_SKIP_##name,
 	DISCOVER_SKIPS(DISCOVER_X_ENUM)
 #undef DISCOVER_X_ENUM
-	DISCOVER_SKIP__COUNT,
+		DISCOVER_SKIP__COUNT,
 };
 
 enum discover_end {
-	DISCOVER_END_EXIT,   /* the process exited */
-	DISCOVER_END_EXEC,   /* it exec'd: the image that was sampled is gone */
+	DISCOVER_END_EXIT,     /* the process exited */
+	DISCOVER_END_EXEC,     /* it exec'd: the image that was sampled is gone */
 	DISCOVER_END_VANISHED, /* gone between inspection and attach (or PID reused) */
 };
 
@@ -76,10 +76,10 @@ struct discover_opts {
 
 struct discover_stats {
 	uint64_t skipped[DISCOVER_SKIP__COUNT];
-	uint64_t targets;	/* lifetimes sampled */
-	uint64_t inherited;	/* of which fork children that inherited their parent's config */
-	uint64_t not_python;	/* followed processes that never ran Python */
-	uint64_t inspections;	/* target inspections (each reads /proc/PID/maps) */
+	uint64_t targets;     /* lifetimes sampled */
+	uint64_t inherited;   /* of which fork children that inherited their parent's config */
+	uint64_t not_python;  /* followed processes that never ran Python */
+	uint64_t inspections; /* target inspections (each reads /proc/PID/maps) */
 };
 
 struct discover;

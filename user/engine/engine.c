@@ -58,17 +58,17 @@ struct engine {
 	int record_err;
 	struct profile *taps[ENGINE_MAX_TAPS]; /* profiles counting alongside (pulls) */
 	size_t ntaps;
-	struct offcpu *off; /* --mode off-cpu, wall: stacks waiting for their time off CPU */
-	uint64_t seeded;    /* threads found waiting at attach, their stacks read here */
+	struct offcpu *off;	  /* --mode off-cpu, wall: stacks waiting for their time off CPU */
+	uint64_t seeded;	  /* threads found waiting at attach, their stacks read here */
 	uint64_t deferred_at_end; /* deferred waits still going at the end, read here */
 	struct kagg *kagg;	  /* --aggregate */
 	struct native *native;	  /* --native: stack records and the binaries that unwind them */
 	struct native_stack *nstack; /* the sample being counted's native frames */
 	uint64_t next_agg_drain_ns;
-	uint32_t agg_draining; /* the generation being drained */
-	struct gilstats *gil;	  /* --gil-stats */
-	struct xstack *xs;	  /* --kernel, --native: stack records waiting for their sample */
-	struct kallsyms *ksyms;	  /* --kernel: names of kernel frames (NULL: unreadable) */
+	uint32_t agg_draining;	/* the generation being drained */
+	struct gilstats *gil;	/* --gil-stats */
+	struct xstack *xs;	/* --kernel, --native: stack records waiting for their sample */
+	struct kallsyms *ksyms; /* --kernel: names of kernel frames (NULL: unreadable) */
 	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of
 	 * threads whose version could not tell */
 	uint64_t gil_not_held, gil_unknown;
@@ -168,8 +168,8 @@ static int op_inspect(void *ctx, pid_t pid, struct target *t, bool *maybe_later,
  * reports the time. A thread the kernel saw leave meanwhile keeps the kernel's stack. */
 static void seed_waiting_threads(struct engine *e, const struct target *t)
 {
-	static uint8_t rec[sizeof(struct pw_sample_hdr) + PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)]
-		__attribute__((aligned(8)));
+	static uint8_t rec[sizeof(struct pw_sample_hdr) +
+			   PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)] __attribute__((aligned(8)));
 	char path[64];
 	struct dirent *de;
 	DIR *dir;
@@ -253,7 +253,8 @@ static int op_list_pids(void *ctx, pid_t **out)
 	while ((de = readdir(dir))) {
 		uint32_t pid;
 
-		if (!isdigit((unsigned char)de->d_name[0]) || parse_u32(de->d_name, 1, INT32_MAX, &pid))
+		if (!isdigit((unsigned char)de->d_name[0]) ||
+		    parse_u32(de->d_name, 1, INT32_MAX, &pid))
 			continue;
 		if (grow_array((void **)&pids, &cap, n + 1, sizeof(*pids))) {
 			closedir(dir);
@@ -280,8 +281,8 @@ static void op_began(void *ctx, const struct target *t)
 		e->gil_free_threaded++;
 	char ver[16];
 
-	pw_debug("PID %d (%s): Python %s, _PyRuntime at 0x%llx in %s, target %u%s%s\n",
-		 t->pid, t->comm, py_version_str(&t->ver, ver, sizeof(ver)),
+	pw_debug("PID %d (%s): Python %s, _PyRuntime at 0x%llx in %s, target %u%s%s\n", t->pid,
+		 t->comm, py_version_str(&t->ver, ver, sizeof(ver)),
 		 (unsigned long long)t->ver.cfg.runtime_addr, t->binary, t->id,
 		 t->container[0] ? ", container " : "", t->container);
 }
@@ -436,7 +437,8 @@ static struct kallsyms *open_kernel_symbols(void)
 
 	if (!k) {
 		pw_warn("--kernel: cannot read %s (%s): kernel frames are written as "
-			"[kernel unsymbolized]\n", KALLSYMS_PATH, strerror(errno));
+			"[kernel unsymbolized]\n",
+			KALLSYMS_PATH, strerror(errno));
 		return NULL;
 	}
 	if (kallsyms__stats(k)->restricted) {
@@ -449,7 +451,8 @@ static struct kallsyms *open_kernel_symbols(void)
 		}
 		pw_warn("--kernel: %s hides kernel addresses (kernel.kptr_restrict = %s; "
 			"root with 0 or 1 sees them): kernel frames are written as [kernel "
-			"unsymbolized]\n", KALLSYMS_PATH, restrict_level);
+			"unsymbolized]\n",
+			KALLSYMS_PATH, restrict_level);
 	} else if (kallsyms__stats(k)->over_budget) {
 		pw_warn("--kernel: %zu kernel symbols left out past %zu MiB\n",
 			kallsyms__stats(k)->over_budget, KALLSYMS_DEFAULT_BUDGET >> 20);
@@ -480,9 +483,9 @@ struct engine *engine__new(const struct engine_opts *opts)
 	popts = opts->profile;
 	if (!popts.symtab_bytes)
 		popts.symtab_bytes = e->s.symbol_cache_bytes;
-	popts.value = e->s.mode == CLI_MODE_OFFCPU ? PROFILE_VALUE_OFFCPU_NS :
-		      e->s.mode == CLI_MODE_WALL   ? PROFILE_VALUE_WALL_NS :
-						     PROFILE_VALUE_SAMPLES;
+	popts.value = e->s.mode == CLI_MODE_OFFCPU ? PROFILE_VALUE_OFFCPU_NS
+		      : e->s.mode == CLI_MODE_WALL ? PROFILE_VALUE_WALL_NS
+						   : PROFILE_VALUE_SAMPLES;
 	if (e->s.mode == CLI_MODE_OFFCPU || e->s.mode == CLI_MODE_WALL)
 		e->off = offcpu__new(e->s.min_block_ns, OFFCPU_HELD_BUDGET);
 	if (e->s.native_stack) {
@@ -530,9 +533,9 @@ struct engine *engine__new(const struct engine_opts *opts)
 			pw_err("%s: Python %s (PID %d) %s\n",
 			       e->s.mode == CLI_MODE_GIL ? "--mode gil" : "--gil-stats",
 			       py_version_str(&t.ver, ver, sizeof(ver)), e->s.pids[i],
-			       t.ver.free_threaded ?
-				       "is a free-threaded build: it has no GIL to attribute" :
-				       "does not let pywalk tell which thread holds the GIL");
+			       t.ver.free_threaded
+				       ? "is a free-threaded build: it has no GIL to attribute"
+				       : "does not let pywalk tell which thread holds the GIL");
 			new_failure = EXIT_USAGE;
 			goto fail;
 		}
@@ -647,7 +650,8 @@ static size_t task_scope(const struct engine *e, pid_t *pids, size_t cap)
 
 int engine__start(struct engine *e)
 {
-	struct discover_opts dopts = { .all = e->s.all, .subprocesses = e->s.subprocesses,
+	struct discover_opts dopts = { .all = e->s.all,
+				       .subprocesses = e->s.subprocesses,
 				       .launched = e->s.command != NULL };
 	struct discover_ops ops = discover_ops;
 	char why[512] = "";
@@ -677,33 +681,31 @@ int engine__start(struct engine *e)
 	}
 	size_t nscope = task_scope(e, scope, e->s.npids + 1);
 
-	e->ld = loader__open(&(struct loader_opts){ .mode = e->s.mode == CLI_MODE_OFFCPU ?
-								    LOADER_OFF_CPU :
-							    e->s.mode == CLI_MODE_WALL ?
-								    LOADER_WALL :
-								    LOADER_ON_CPU,
-						    .min_block_ns = e->s.min_block_ns,
-						    .frequency_hz = e->s.frequency_hz,
-						    .max_depth = e->s.max_depth,
-						    .event = e->s.event,
-						    .follow_all = e->s.all,
-						    .max_procs = max_processes(e),
-						    .no_sampler = e->opts.no_sampler,
-						    .latency_probes = e->opts.latency_probes,
-						    .filter_probes = e->opts.filter_probes,
-						    .aggregate = e->opts.aggregate,
-						    .print_args = e->opts.print_args,
-						    .kernel_stacks = e->s.kernel,
-						    .gil = e->s.mode == CLI_MODE_GIL ||
-							   e->opts.gil_stats,
-						    .aggregate_entries = e->opts.aggregate_entries,
-						    .native_stack = e->s.native_stack,
-						    .task_pids = scope,
-						    .ntask_pids = nscope,
-						    .ring_bytes = ring_bytes(e),
-						    .on_record = on_record,
-						    .ctx = e },
-			     why, sizeof(why));
+	e->ld = loader__open(
+		&(struct loader_opts){ .mode = e->s.mode == CLI_MODE_OFFCPU ? LOADER_OFF_CPU
+					       : e->s.mode == CLI_MODE_WALL ? LOADER_WALL
+									    : LOADER_ON_CPU,
+				       .min_block_ns = e->s.min_block_ns,
+				       .frequency_hz = e->s.frequency_hz,
+				       .max_depth = e->s.max_depth,
+				       .event = e->s.event,
+				       .follow_all = e->s.all,
+				       .max_procs = max_processes(e),
+				       .no_sampler = e->opts.no_sampler,
+				       .latency_probes = e->opts.latency_probes,
+				       .filter_probes = e->opts.filter_probes,
+				       .aggregate = e->opts.aggregate,
+				       .print_args = e->opts.print_args,
+				       .kernel_stacks = e->s.kernel,
+				       .gil = e->s.mode == CLI_MODE_GIL || e->opts.gil_stats,
+				       .aggregate_entries = e->opts.aggregate_entries,
+				       .native_stack = e->s.native_stack,
+				       .task_pids = scope,
+				       .ntask_pids = nscope,
+				       .ring_bytes = ring_bytes(e),
+				       .on_record = on_record,
+				       .ctx = e },
+		why, sizeof(why));
 	free(scope);
 	if (!e->ld) {
 		pw_err("%s\n", why);
@@ -927,8 +929,8 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 static void read_deferred_wait(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
 			       uint64_t owed_ns, bool held)
 {
-	static uint8_t rec[sizeof(struct pw_sample_hdr) + PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)]
-		__attribute__((aligned(8)));
+	static uint8_t rec[sizeof(struct pw_sample_hdr) +
+			   PW_MAX_FRAMES_CAP * sizeof(struct pw_frame)] __attribute__((aligned(8)));
 	struct engine *e = ctx;
 	const struct target *t = discover__target(e->disc, target);
 	uint64_t now = now_ns(), ns;
@@ -1067,12 +1069,13 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		total += ns[i];
 	}
 	log_printf(LOG_INFO, "pywalk: %llu walks of waiting threads, accounted as:\n",
-		(unsigned long long)c->offcpu_runs);
+		   (unsigned long long)c->offcpu_runs);
 	for (int i = 0; i < PW_OUT__COUNT; i++)
 		if (c->offcpu_outcomes[i] || i == PW_OUT_SHIPPED || log_level >= LOG_DEBUG)
 			log_printf(LOG_INFO, "  %-26s %10llu\n", engine_outcome_label(i, false),
-				(unsigned long long)c->offcpu_outcomes[i]);
-	log_printf(LOG_INFO,
+				   (unsigned long long)c->offcpu_outcomes[i]);
+	log_printf(
+		LOG_INFO,
 		"pywalk: off-CPU: %llu stacks, %.3f s counted: %llu waits ended (%.3f s sleeping, %.3f s "
 		"uninterruptible/I/O, %.3f s preempted, %.3f s other), %llu still waiting at the "
 		"end (%.3f s); not counted: %llu shorter than --min-block, %llu left again "
@@ -1080,12 +1083,12 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		"lifetime\n",
 		(unsigned long long)st->held, secs(total), (unsigned long long)st->counted,
 		secs(ns[PW_BLOCK_SLEEP]), secs(ns[PW_BLOCK_IO]), secs(ns[PW_BLOCK_PREEMPTED]),
-		secs(ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end,
-		secs(st->open_ns), (unsigned long long)st->short_blocks,
-		(unsigned long long)st->replaced, (unsigned long long)st->over_budget,
-		(unsigned long long)st->ended);
+		secs(ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end, secs(st->open_ns),
+		(unsigned long long)st->short_blocks, (unsigned long long)st->replaced,
+		(unsigned long long)st->over_budget, (unsigned long long)st->ended);
 	if (e->s.min_block_ns)
-		log_printf(LOG_INFO,
+		log_printf(
+			LOG_INFO,
 			"pywalk: off-CPU: %llu waits in system calls deferred to their exit: %llu "
 			"walked there (%.3f s), %llu shorter than --min-block (not walked), %llu "
 			"still waiting at the end (read from memory), %llu not attributed (their "
@@ -1097,10 +1100,11 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 			(unsigned long long)c->counters[PW_CNT_OFFCPU_UNATTRIBUTED],
 			(unsigned long long)c->counters[PW_CNT_OFFCPU_PREEMPTIONS]);
 	if (e->seeded)
-		log_printf(LOG_INFO, "pywalk: off-CPU: %llu thread%s already waiting when sampling "
-				"began, %s read from memory\n",
-			(unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",
-			e->seeded == 1 ? "its stack" : "their stacks");
+		log_printf(LOG_INFO,
+			   "pywalk: off-CPU: %llu thread%s already waiting when sampling "
+			   "began, %s read from memory\n",
+			   (unsigned long long)e->seeded, e->seeded == 1 ? " was" : "s were",
+			   e->seeded == 1 ? "its stack" : "their stacks");
 }
 
 int engine__new_failure(void)
@@ -1128,7 +1132,7 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 		print_offcpu_summary(e, c);
 	if (e->s.mode != CLI_MODE_OFFCPU) {
 		log_printf(LOG_INFO, "pywalk: %llu perf event%s, accounted as:\n",
-			(unsigned long long)c->runs, c->runs == 1 ? "" : "s");
+			   (unsigned long long)c->runs, c->runs == 1 ? "" : "s");
 		/* the buckets that counted something (all of them with -v): they add up to the
 		 * total; the sampler has no --filter and no --aggregate */
 		for (int i = 0; i < PW_OUT__COUNT; i++) {
@@ -1136,21 +1140,23 @@ void engine__print_summary(struct engine *e, const struct engine_counts *c)
 			    (!c->outcomes[i] && log_level < LOG_DEBUG))
 				continue;
 			log_printf(LOG_INFO, "  %-26s %10llu", engine_outcome_label(i, false),
-				(unsigned long long)c->outcomes[i]);
+				   (unsigned long long)c->outcomes[i]);
 			if (outcome_hints[i])
 				fprintf(stderr, "   (%s)", outcome_hints[i]);
 			fprintf(stderr, "\n");
 		}
 	}
 	if (e->s.mode == CLI_MODE_GIL)
-		fprintf(stderr, "pywalk: --mode gil: of the stacks shipped, %llu not counted: %llu "
-				"of threads not holding the GIL, %llu of threads whose Python "
-				"does not tell\n",
+		fprintf(stderr,
+			"pywalk: --mode gil: of the stacks shipped, %llu not counted: %llu "
+			"of threads not holding the GIL, %llu of threads whose Python "
+			"does not tell\n",
 			(unsigned long long)(e->gil_not_held + e->gil_unknown),
 			(unsigned long long)e->gil_not_held, (unsigned long long)e->gil_unknown);
 	if (e->s.mode == CLI_MODE_GIL && e->gil_free_threaded)
-		fprintf(stderr, "pywalk: --mode gil: %llu free-threaded process%s sampled in cpu "
-				"mode: no GIL to attribute\n",
+		fprintf(stderr,
+			"pywalk: --mode gil: %llu free-threaded process%s sampled in cpu "
+			"mode: no GIL to attribute\n",
 			(unsigned long long)e->gil_free_threaded,
 			e->gil_free_threaded == 1 ? "" : "es");
 	engine__print_details(e, c);
@@ -1189,7 +1195,7 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		const char *sep = ": ";
 
 		log_printf(LOG_INFO, "pywalk: of the shipped stacks, %llu %s not counted",
-			(unsigned long long)dropped, dropped == 1 ? "was" : "were");
+			   (unsigned long long)dropped, dropped == 1 ? "was" : "were");
 		for (int i = 0; i < PROFILE_DROP__COUNT; i++) {
 			if (!d->n[i])
 				continue;
@@ -1205,29 +1211,35 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 		bool both = e->s.kernel && e->s.native_stack;
 
 		/* (samples without theirs are in the drops above, under their own reason) */
-		log_printf(LOG_INFO, "pywalk: %s: %llu stacks shipped with their %s; %llu %s "
-				     "records without their sample (not counted)\n",
-			   both ? "--kernel --native" : e->s.kernel ? "--kernel" : "--native",
+		log_printf(LOG_INFO,
+			   "pywalk: %s: %llu stacks shipped with their %s; %llu %s "
+			   "records without their sample (not counted)\n",
+			   both		 ? "--kernel --native"
+			   : e->s.kernel ? "--kernel"
+					 : "--native",
 			   (unsigned long long)xs->paired,
-			   both ? "kernel and native stacks" : e->s.kernel ? "kernel stack" :
-			   "native stack",
+			   both		 ? "kernel and native stacks"
+			   : e->s.kernel ? "kernel stack"
+					 : "native stack",
 			   (unsigned long long)(xs->unpaired + xs->malformed),
-			   both ? "stack" : e->s.kernel ? "kernel stack" : "native stack");
+			   both		 ? "stack"
+			   : e->s.kernel ? "kernel stack"
+					 : "native stack");
 	}
 	if (e->native) {
 		const struct native_stats *ns = native__stats(e->native);
 		uint64_t tried = ns->unwound + ns->incomplete;
 
-		log_printf(LOG_INFO, "pywalk: --native: %llu stacks unwound to their first frame, "
-				     "%llu stopped short, %.1f us each; maps re-read %llu times; "
-				     "deepest stack read %llu bytes; binaries held %.1f MiB at "
-				     "most (budget %llu MiB), %llu processes closed to stay in it\n",
+		log_printf(LOG_INFO,
+			   "pywalk: --native: %llu stacks unwound to their first frame, "
+			   "%llu stopped short, %.1f us each; maps re-read %llu times; "
+			   "deepest stack read %llu bytes; binaries held %.1f MiB at "
+			   "most (budget %llu MiB), %llu processes closed to stay in it\n",
 			   (unsigned long long)ns->unwound, (unsigned long long)ns->incomplete,
 			   tried ? (double)ns->unwind_ns / 1e3 / (double)tried : 0.0,
-			   (unsigned long long)ns->map_reloads,
-			   (unsigned long long)ns->stack_used, (double)ns->peak_bytes / (1 << 20),
-			   (unsigned long long)(ns->budget >> 20),
-			   (unsigned long long)ns->evicted);
+			   (unsigned long long)ns->map_reloads, (unsigned long long)ns->stack_used,
+			   (double)ns->peak_bytes / (1 << 20),
+			   (unsigned long long)(ns->budget >> 20), (unsigned long long)ns->evicted);
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "
@@ -1239,19 +1251,21 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++)
 		skipped += ds->skipped[i];
 	if (ds->targets > 1 || skipped || e->s.all || e->s.subprocesses) {
-		log_printf(LOG_INFO, "pywalk: %llu process%s sampled (%llu fork %s inherited %s parent's "
-				"interpreter)",
-			(unsigned long long)ds->targets, ds->targets == 1 ? "" : "es",
-			(unsigned long long)ds->inherited, ds->inherited == 1 ? "child" : "children",
-			ds->inherited == 1 ? "its" : "their");
+		log_printf(LOG_INFO,
+			   "pywalk: %llu process%s sampled (%llu fork %s inherited %s parent's "
+			   "interpreter)",
+			   (unsigned long long)ds->targets, ds->targets == 1 ? "" : "es",
+			   (unsigned long long)ds->inherited,
+			   ds->inherited == 1 ? "child" : "children",
+			   ds->inherited == 1 ? "its" : "their");
 		if (skipped) {
 			const char *sep = "; skipped: ";
 
 			for (int i = 0; i < DISCOVER_SKIP__COUNT; i++) {
 				if (!ds->skipped[i])
 					continue;
-				fprintf(stderr, "%s%llu %s", sep, (unsigned long long)ds->skipped[i],
-					discover_skip_label(i));
+				fprintf(stderr, "%s%llu %s", sep,
+					(unsigned long long)ds->skipped[i], discover_skip_label(i));
 				sep = ", ";
 			}
 		}

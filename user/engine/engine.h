@@ -32,8 +32,8 @@ struct engine_opts {
 	 * into the profile (whose on_stack hook the engine then takes) */
 	bool aggregate;
 	uint32_t aggregate_entries; /* keys the kernel holds between drains (0: default) */
-	bool print_args; /* trace --print: samples carry the probe's arguments */
-	bool gil_stats; /* count every thread's samples by whether it held the GIL */
+	bool print_args;	    /* trace --print: samples carry the probe's arguments */
+	bool gil_stats;		    /* count every thread's samples by whether it held the GIL */
 	int (*attach)(void *ctx, struct loader *ld);
 	void *attach_ctx;
 };

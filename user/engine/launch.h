@@ -9,7 +9,7 @@
 
 struct launch {
 	pid_t pid;
-	int release_fd; /* write end of the pipe the child waits on */
+	int release_fd;	 /* write end of the pipe the child waits on */
 	int exec_err_fd; /* read end: receives errno if exec fails (CLOEXEC closes it on success) */
 	bool exited;
 	int status;

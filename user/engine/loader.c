@@ -66,9 +66,9 @@ static void set_why(char *why, size_t why_size, const char *what, int err)
  * preallocated). The seed keeps a target from choosing frames that share a hash. */
 static void set_aggregate(struct loader *ld, const struct loader_opts *opts)
 {
-	uint32_t n = !opts->aggregate	    ? 1 :
-		     opts->aggregate_entries ? opts->aggregate_entries :
-					       PW_AGG_DEFAULT_ENTRIES;
+	uint32_t n = !opts->aggregate	       ? 1
+		     : opts->aggregate_entries ? opts->aggregate_entries
+					       : PW_AGG_DEFAULT_ENTRIES;
 	uint64_t seed = 0;
 
 	ld->skel->rodata->aggregate = opts->aggregate;
@@ -131,8 +131,8 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	 * a tenth of a second and more apiece on a slow machine, all of it start-up time */
 	if (!opts->no_sampler) {
 		struct bpf_program *probes[] = {
-			ld->skel->progs.on_uprobe,  ld->skel->progs.on_uretprobe,
-			ld->skel->progs.on_usdt,    ld->skel->progs.on_tracepoint,
+			ld->skel->progs.on_uprobe,    ld->skel->progs.on_uretprobe,
+			ld->skel->progs.on_usdt,      ld->skel->progs.on_tracepoint,
 			ld->skel->progs.on_sys_enter, ld->skel->progs.on_sys_exit,
 		};
 
@@ -158,8 +158,10 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
 	err = pywalk_bpf__load(ld->skel);
 	if (err) {
-		set_why(why, why_size, "cannot load the BPF program (needs a kernel with BTF, "
-				       "bpf_loop and ring buffers: Linux 5.17+)", err);
+		set_why(why, why_size,
+			"cannot load the BPF program (needs a kernel with BTF, "
+			"bpf_loop and ring buffers: Linux 5.17+)",
+			err);
 		goto fail;
 	}
 
@@ -258,9 +260,9 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target)
 	__u32 key = (__u32)pid;
 	struct pw_proc cfg;
 
-	if (target && (bpf_map__lookup_elem(ld->skel->maps.procs, &key, sizeof(key), &cfg,
-					    sizeof(cfg), 0) ||
-		       cfg.target != target))
+	if (target &&
+	    (bpf_map__lookup_elem(ld->skel->maps.procs, &key, sizeof(key), &cfg, sizeof(cfg), 0) ||
+	     cfg.target != target))
 		return 0; /* gone already, or another lifetime of the PID: not ours */
 	if (bpf_map__delete_elem(ld->skel->maps.procs, &key, sizeof(key), 0) && errno != ENOENT)
 		return -errno;
@@ -281,8 +283,9 @@ int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uin
 			      uint32_t block)
 {
 	__u32 key = (__u32)tid;
-	struct switched_out_value v = { .time_ns = time_ns, .target = target, .block = block,
-					.flags = SWITCHED_OUT_HELD };
+	struct switched_out_value v = {
+		.time_ns = time_ns, .target = target, .block = block, .flags = SWITCHED_OUT_HELD
+	};
 
 	if (bpf_map__update_elem(ld->skel->maps.switched_out, &key, sizeof(key), &v, sizeof(v),
 				 BPF_NOEXIST))
@@ -291,8 +294,8 @@ int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uin
 }
 
 void loader__foreach_switched_out(struct loader *ld,
-				  void (*cb)(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
-					     uint64_t owed_ns, bool held),
+				  void (*cb)(void *ctx, pid_t tid, uint32_t target,
+					     uint64_t time_ns, uint64_t owed_ns, bool held),
 				  void *ctx)
 {
 	__u32 key, next, *prev = NULL;
@@ -358,16 +361,16 @@ int loader__drain(struct loader *ld)
 	return ring_buffer__consume(ld->rb);
 }
 
-static int read_outcomes_once(struct loader *ld, uint32_t probe,
-			      uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
+static int read_outcomes_once(struct loader *ld, uint32_t probe, uint64_t counts[PW_OUT__COUNT],
+			      uint64_t *runs);
 
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
 {
 	return loader__read_probe_outcomes(ld, 0, counts, runs);
 }
 
-int loader__read_probe_outcomes(struct loader *ld, uint32_t probe,
-				uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
+int loader__read_probe_outcomes(struct loader *ld, uint32_t probe, uint64_t counts[PW_OUT__COUNT],
+				uint64_t *runs)
 {
 	/* a run still in flight on another CPU (detaching waits for no one) can have counted
 	 * itself but not yet its outcome; after loader__stop the two settle within moments */
@@ -411,8 +414,8 @@ static int read_slots(struct loader *ld, __u32 first, __u32 n, uint64_t *out)
 	return err;
 }
 
-static int read_outcomes_once(struct loader *ld, uint32_t probe,
-			      uint64_t counts[PW_OUT__COUNT], uint64_t *runs)
+static int read_outcomes_once(struct loader *ld, uint32_t probe, uint64_t counts[PW_OUT__COUNT],
+			      uint64_t *runs)
 {
 	int err = read_slots(ld, PW_SLOT(probe, 0), PW_OUT__COUNT, counts);
 
@@ -424,8 +427,7 @@ int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT])
 	return read_slots(ld, PW_COUNTER_INDEX(0), PW_CNT__COUNT, counters);
 }
 
-int loader__read_probe_counters(struct loader *ld, uint32_t probe,
-				uint64_t counters[PW_CNT__COUNT])
+int loader__read_probe_counters(struct loader *ld, uint32_t probe, uint64_t counters[PW_CNT__COUNT])
 {
 	if (probe >= PW_MAX_PROBES)
 		return -EINVAL;
@@ -452,7 +454,8 @@ int loader__agg_flip(struct loader *ld, uint32_t *old)
 
 /* Every key of `map` removed; `value_size` bytes of scratch per key for the batch. */
 static int agg_take_map(struct bpf_map *map, size_t value_size,
-			int (*cb)(void *ctx, const struct pw_agg_key *k, const struct pw_agg_val *v),
+			int (*cb)(void *ctx, const struct pw_agg_key *k,
+				  const struct pw_agg_val *v),
 			void *ctx)
 {
 	size_t key_size = bpf_map__key_size(map), cap = 256;
@@ -536,16 +539,17 @@ static int keep_link(struct loader *ld, struct bpf_link *link, const char *what,
 	return 0;
 }
 
-int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name,
-			      uint64_t cookie, char *why, size_t why_size)
+int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name, uint64_t cookie,
+			      char *why, size_t why_size)
 {
 	LIBBPF_OPTS(bpf_tracepoint_opts, o, .bpf_cookie = cookie);
 	char what[600];
 
 	snprintf(what, sizeof(what), "cannot attach to tracepoint %s:%s", cat, name);
-	return keep_link(ld, bpf_program__attach_tracepoint_opts(ld->skel->progs.on_tracepoint,
-								  cat, name, &o),
-			 what, why, why_size);
+	return keep_link(
+		ld,
+		bpf_program__attach_tracepoint_opts(ld->skel->progs.on_tracepoint, cat, name, &o),
+		what, why, why_size);
 }
 
 int loader__attach_uprobe(struct loader *ld, const char *path, uint64_t offset, bool ret,
@@ -554,21 +558,22 @@ int loader__attach_uprobe(struct loader *ld, const char *path, uint64_t offset, 
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
 
 	/* every process that runs the file: the program tells targets from the rest */
-	return keep_link(ld, bpf_program__attach_uprobe_opts(ret ? ld->skel->progs.on_uretprobe
-								 : ld->skel->progs.on_uprobe,
-							     -1, path, offset, &o),
+	return keep_link(ld,
+			 bpf_program__attach_uprobe_opts(ret ? ld->skel->progs.on_uretprobe
+							     : ld->skel->progs.on_uprobe,
+							 -1, path, offset, &o),
 			 ret ? "cannot attach the uretprobe" : "cannot attach the uprobe", why,
 			 why_size);
 }
 
-int loader__attach_usdt(struct loader *ld, const char *path, const char *provider,
-			const char *name, uint64_t cookie, char *why, size_t why_size)
+int loader__attach_usdt(struct loader *ld, const char *path, const char *provider, const char *name,
+			uint64_t cookie, char *why, size_t why_size)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, o, .usdt_cookie = cookie);
 
-	return keep_link(ld, bpf_program__attach_usdt(ld->skel->progs.on_usdt, -1, path, provider,
-						      name, &o),
-			 "cannot attach the USDT probe", why, why_size);
+	return keep_link(
+		ld, bpf_program__attach_usdt(ld->skel->progs.on_usdt, -1, path, provider, name, &o),
+		"cannot attach the USDT probe", why, why_size);
 }
 
 int loader__attach_kprobe(struct loader *ld, const char *func, uint64_t offset, bool ret,
@@ -584,8 +589,9 @@ int loader__attach_kprobe(struct loader *ld, const char *func, uint64_t offset, 
 int loader__attach_perf(struct loader *ld, uint32_t type, uint64_t config, uint64_t period,
 			bool freq, uint64_t cookie, char *why, size_t why_size)
 {
-	struct perf_event_attr attr = { .size = sizeof(attr), .type = type, .config = config,
-					.freq = freq };
+	struct perf_event_attr attr = {
+		.size = sizeof(attr), .type = type, .config = config, .freq = freq
+	};
 
 	if (freq)
 		attr.sample_freq = period;
@@ -605,8 +611,7 @@ int loader__set_syscall(struct loader *ld, uint32_t nr, uint32_t value)
 	return 0;
 }
 
-int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why,
-			    size_t why_size)
+int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why, size_t why_size)
 {
 	int err = 0;
 

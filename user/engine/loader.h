@@ -24,11 +24,11 @@ struct loader_opts {
 	uint64_t min_block_ns; /* off-CPU: shorter waits in system calls are not walked */
 	uint32_t frequency_hz;
 	uint32_t max_depth;
-	const char *event;    /* "cpu-clock" (default), "cycles", "task-clock" */
-	bool follow_all;      /* every process is followed (every exec is reported) */
-	bool no_code_records; /* benchmarks of the walk alone */
-	uint32_t max_procs;   /* processes sampled at once (map size); 0: 4096 */
-	bool no_sampler;      /* trace: no sampling perf events, only the probes it attaches */
+	const char *event;	 /* "cpu-clock" (default), "cycles", "task-clock" */
+	bool follow_all;	 /* every process is followed (every exec is reported) */
+	bool no_code_records;	 /* benchmarks of the walk alone */
+	uint32_t max_procs;	 /* processes sampled at once (map size); 0: 4096 */
+	bool no_sampler;	 /* trace: no sampling perf events, only the probes it attaches */
 	uint32_t latency_probes; /* trace: probes that are --latency entries (bit per id) */
 	uint32_t filter_probes;	 /* trace: probes with a --filter (bit per id) */
 	bool aggregate;		 /* trace --aggregate: hits counted in the kernel */
@@ -79,8 +79,8 @@ int loader__mark_switched_out(struct loader *ld, pid_t tid, uint32_t target, uin
 			      uint32_t block);
 /* Every thread still marked off CPU: cb(ctx, tid, target, since, owed ns, held). */
 void loader__foreach_switched_out(struct loader *ld,
-				  void (*cb)(void *ctx, pid_t tid, uint32_t target, uint64_t time_ns,
-					     uint64_t owed_ns, bool held),
+				  void (*cb)(void *ctx, pid_t tid, uint32_t target,
+					     uint64_t time_ns, uint64_t owed_ns, bool held),
 				  void *ctx);
 /* Forget that mark if it is still the one made at `time_ns` (the thread ran meanwhile). */
 void loader__unmark_switched_out(struct loader *ld, pid_t tid, uint64_t time_ns);
@@ -94,12 +94,12 @@ void loader__stop(struct loader *ld);
 
 /* trace's probes, attached with their cookie (PW_COOKIE). Each returns 0 or a negative
  * errno with a sentence in `why`; what they attach is detached by loader__stop. */
-int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name,
-			      uint64_t cookie, char *why, size_t why_size);
+int loader__attach_tracepoint(struct loader *ld, const char *cat, const char *name, uint64_t cookie,
+			      char *why, size_t why_size);
 int loader__attach_uprobe(struct loader *ld, const char *path, uint64_t offset, bool ret,
 			  uint64_t cookie, char *why, size_t why_size);
-int loader__attach_usdt(struct loader *ld, const char *path, const char *provider,
-			const char *name, uint64_t cookie, char *why, size_t why_size);
+int loader__attach_usdt(struct loader *ld, const char *path, const char *provider, const char *name,
+			uint64_t cookie, char *why, size_t why_size);
 int loader__attach_kprobe(struct loader *ld, const char *func, uint64_t offset, bool ret,
 			  uint64_t cookie, char *why, size_t why_size);
 /* A perf event on every CPU: one hit every `period` events, or `period` Hz with `freq`. */
@@ -108,8 +108,7 @@ int loader__attach_perf(struct loader *ld, uint32_t type, uint64_t config, uint6
 /* Syscall `nr`'s probes (PW_SYSCALL_VALUE), then the raw syscall programs (once, after the
  * map is filled; `enter`/`exit`: which of the two are needed). */
 int loader__set_syscall(struct loader *ld, uint32_t nr, uint32_t value);
-int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why,
-			    size_t why_size);
+int loader__attach_syscalls(struct loader *ld, bool enter, bool exit, char *why, size_t why_size);
 /* Probe `probe`'s --filter program. */
 int loader__set_filter(struct loader *ld, uint32_t probe, const struct pw_filter *f);
 
@@ -126,8 +125,8 @@ int loader__agg_take(struct loader *ld, uint32_t gen,
 /* Sum the per-CPU counters: counts[PW_OUT__COUNT] outcomes, *runs = program runs. */
 int loader__read_outcomes(struct loader *ld, uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
 /* The same for probe `probe` (< PW_MAX_PROBES; 0 is the sampler). */
-int loader__read_probe_outcomes(struct loader *ld, uint32_t probe,
-				uint64_t counts[PW_OUT__COUNT], uint64_t *runs);
+int loader__read_probe_outcomes(struct loader *ld, uint32_t probe, uint64_t counts[PW_OUT__COUNT],
+				uint64_t *runs);
 /* The other counters (enum pw_counter). */
 int loader__read_counters(struct loader *ld, uint64_t counters[PW_CNT__COUNT]);
 /* Probe `probe`'s row of them (its latency counters). */

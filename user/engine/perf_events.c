@@ -34,9 +34,8 @@ void perf_events_why(char *why, size_t why_size, const char *what, int err)
 
 /* Open one event (pid, cpu) and attach prog. 0, -ESRCH/-ENODEV (no such task or CPU now:
  * not an error for the caller), or a negative errno with `why` set. */
-static int open_one(struct perf_events *pe, const struct perf_event_attr *attr, pid_t pid,
-		    int cpu, struct bpf_program *prog, uint64_t cookie, char *why,
-		    size_t why_size)
+static int open_one(struct perf_events *pe, const struct perf_event_attr *attr, pid_t pid, int cpu,
+		    struct bpf_program *prog, uint64_t cookie, char *why, size_t why_size)
 {
 	LIBBPF_OPTS(bpf_perf_event_opts, o, .bpf_cookie = cookie);
 	struct bpf_link *link;
@@ -67,9 +66,8 @@ static int open_one(struct perf_events *pe, const struct perf_event_attr *attr, 
 	return 0;
 }
 
-int perf_events__open_cpus(struct perf_events *pe, const struct perf_event_attr *attr,
-			   int ncpus, struct bpf_program *prog, uint64_t cookie, char *why,
-			   size_t why_size)
+int perf_events__open_cpus(struct perf_events *pe, const struct perf_event_attr *attr, int ncpus,
+			   struct bpf_program *prog, uint64_t cookie, char *why, size_t why_size)
 {
 	for (int cpu = 0; cpu < ncpus; cpu++) {
 		int err = open_one(pe, attr, -1, cpu, prog, cookie, why, why_size);

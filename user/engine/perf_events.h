@@ -30,9 +30,8 @@ struct perf_events {
 
 /* Open `attr` on every online CPU and attach `prog` (cookie `cookie`) to each. 0 or a
  * negative errno with a sentence in `why`. */
-int perf_events__open_cpus(struct perf_events *pe, const struct perf_event_attr *attr,
-			   int ncpus, struct bpf_program *prog, uint64_t cookie, char *why,
-			   size_t why_size);
+int perf_events__open_cpus(struct perf_events *pe, const struct perf_event_attr *attr, int ncpus,
+			   struct bpf_program *prog, uint64_t cookie, char *why, size_t why_size);
 /* Open `attr` with inherit on every thread of each of `pids` (listing them again until no
  * new one appears) and attach `prog` to each, disabled until perf_events__enable. -E2BIG
  * (nothing left open) when they have more than `max_tasks` threads; another negative errno

@@ -40,7 +40,8 @@ static const struct need {
 
 int preflight_check(char *why, size_t why_size)
 {
-	const char *btf = getenv("PYWALK_BTF_PATH") ? getenv("PYWALK_BTF_PATH") : "/sys/kernel/btf/vmlinux";
+	const char *btf =
+		getenv("PYWALK_BTF_PATH") ? getenv("PYWALK_BTF_PATH") : "/sys/kernel/btf/vmlinux";
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };
 

@@ -124,8 +124,7 @@ int elf_read_pyinfo(int fd, struct elf_pyinfo *out)
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn,
-			     &out->first_load_vaddr);
+	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn, &out->first_load_vaddr);
 	if (err)
 		return err;
 	err = 0;
@@ -177,8 +176,7 @@ int elf_find_section(int fd, const char *name, struct elf_section *out)
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn,
-			     &out->first_load_vaddr);
+	err = elf_open_image(fd, &elf, &shstrndx, &nphdr, &out->is_dyn, &out->first_load_vaddr);
 	if (err)
 		return err;
 	err = -ENOENT;

@@ -140,8 +140,8 @@ int proc_open_mapped_path(pid_t pid, const struct proc_map *map)
 
 		if (i == 0 && root < 0)
 			continue;
-		pfd = i == 0 ? open_path_nofollow(root, map->path, true) :
-			       open_path_nofollow(AT_FDCWD, map->path, false);
+		pfd = i == 0 ? open_path_nofollow(root, map->path, true)
+			     : open_path_nofollow(AT_FDCWD, map->path, false);
 		if (pfd < 0) {
 			err = pfd;
 		} else if (is_the_mapped_file(pfd, map)) {

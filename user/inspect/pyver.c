@@ -21,9 +21,9 @@ static bool offsets_aligned(const struct pw_proc *cfg)
 	const struct pw_offsets *o = &cfg->off;
 	unsigned int instr_align = cfg->chain_kind == PW_CHAIN_FRAMEOBJ ? 4 : 8;
 	unsigned int tid_align = cfg->thread_match == PW_MATCH_NATIVE_TID ? 4 : 8;
-	const uint16_t ptrs[] = { o->runtime_interp_head, o->interp_next, o->interp_threads_head,
-				  o->tstate_next, o->tstate_frame, o->frame_previous,
-				  o->frame_code, o->code_adaptive };
+	const uint16_t ptrs[] = { o->runtime_interp_head, o->interp_next,  o->interp_threads_head,
+				  o->tstate_next,	  o->tstate_frame, o->frame_previous,
+				  o->frame_code,	  o->code_adaptive };
 	const uint16_t opt[] = { o->cframe_current_frame, o->tstate_base_frame,
 				 o->tstate_datastack_chunk };
 
@@ -40,7 +40,8 @@ static bool offsets_aligned(const struct pw_proc *cfg)
 		return false;
 	if (cfg->gil_kind == PW_GIL_TSTATE_FLAG && (o->tstate_holds_gil & 3))
 		return false;
-	if (o->frame_tlbc_index && ((o->frame_tlbc_index & 3) || ((o->code_tlbc | o->code_ob_size) & 7)))
+	if (o->frame_tlbc_index &&
+	    ((o->frame_tlbc_index & 3) || ((o->code_tlbc | o->code_ob_size) & 7)))
 		return false;
 	return !(o->tstate_thread_id & (tid_align - 1)) && !(o->frame_instr & (instr_align - 1));
 }
@@ -184,11 +185,18 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		cfg->thread_match = PW_MATCH_PTHREAD;
 		cfg->gil_kind = PW_GIL_TSTATE_CURRENT;
 		o->gil_ptr = 568; /* _PyRuntime.gilstate.tstate_current */
-		*obj = (struct py_objlayout){ .co_filename = 104, .co_name = 112, .co_qualname = 112,
-					      .co_linetable = 120, .co_firstlineno = 40,
-					      .co_read_size = 128, .str_length = 16, .str_state = 32,
-					      .str_ascii_data = 48, .str_compact_data = 72,
-					      .bytes_size = 16, .bytes_data = 32,
+		*obj = (struct py_objlayout){ .co_filename = 104,
+					      .co_name = 112,
+					      .co_qualname = 112,
+					      .co_linetable = 120,
+					      .co_firstlineno = 40,
+					      .co_read_size = 128,
+					      .str_length = 16,
+					      .str_state = 32,
+					      .str_ascii_data = 48,
+					      .str_compact_data = 72,
+					      .bytes_size = 16,
+					      .bytes_data = 32,
 					      .lt_format = LINETABLE_PEP626 };
 		break;
 	case 11:
@@ -208,11 +216,18 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		cfg->max_owner = 2;
 		cfg->gil_kind = PW_GIL_TSTATE_CURRENT;
 		o->gil_ptr = 576; /* _PyRuntime.gilstate.tstate_current */
-		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
-					      .co_linetable = 136, .co_firstlineno = 72,
-					      .co_read_size = 144, .str_length = 16, .str_state = 32,
-					      .str_ascii_data = 48, .str_compact_data = 72,
-					      .bytes_size = 16, .bytes_data = 32,
+		*obj = (struct py_objlayout){ .co_filename = 112,
+					      .co_name = 120,
+					      .co_qualname = 128,
+					      .co_linetable = 136,
+					      .co_firstlineno = 72,
+					      .co_read_size = 144,
+					      .str_length = 16,
+					      .str_state = 32,
+					      .str_ascii_data = 48,
+					      .str_compact_data = 72,
+					      .bytes_size = 16,
+					      .bytes_data = 32,
 					      .lt_format = LINETABLE_LOCATION };
 		break;
 	case 12:
@@ -233,12 +248,16 @@ int pyver_table(unsigned int minor, struct py_version *out)
 		/* offsetof against 3.12.1's internal headers (pycore_interp.h, pycore_gil.h) */
 		cfg->gil_kind = PW_GIL_STRUCT;
 		o->tstate_interp = 16;
-		o->gil_ptr = 384; /* interp->ceval.gil */
+		o->gil_ptr = 384;  /* interp->ceval.gil */
 		o->gil_holder = 8; /* last_holder */
 		o->gil_locked = 16;
-		*obj = (struct py_objlayout){ .co_filename = 112, .co_name = 120, .co_qualname = 128,
-					      .co_linetable = 136, .co_firstlineno = 68,
-					      .co_read_size = 144, .lt_format = LINETABLE_LOCATION };
+		*obj = (struct py_objlayout){ .co_filename = 112,
+					      .co_name = 120,
+					      .co_qualname = 128,
+					      .co_linetable = 136,
+					      .co_firstlineno = 68,
+					      .co_read_size = 144,
+					      .lt_format = LINETABLE_LOCATION };
 		set_unicode_312(obj);
 		break;
 	default:
@@ -266,10 +285,10 @@ struct dbg_layout {
 		co_adaptive;
 	uint16_t bytes_size, bytes_sval;
 	uint16_t str_state, str_length, str_ascii_size, str_compact_size;
-	uint16_t is_imports_modules; /* interpreter_state.imports_modules */
-	uint16_t ob_type, var_ob_size; /* pyobject.ob_type, tuple_object.ob_size */
+	uint16_t is_imports_modules;	 /* interpreter_state.imports_modules */
+	uint16_t ob_type, var_ob_size;	 /* pyobject.ob_type, tuple_object.ob_size */
 	uint16_t fr_tlbc_index, co_tlbc; /* 3.14+: non-zero in free-threaded builds only */
-	uint16_t ht_cached_keys;     /* not in the table: offsetof(PyHeapTypeObject, ...) */
+	uint16_t ht_cached_keys;	 /* not in the table: offsetof(PyHeapTypeObject, ...) */
 	/* 3.14+, for the asyncio task reader */
 	uint16_t tp_flags, set_used, set_table, set_mask, long_lv_tag, long_digit;
 	uint16_t gen_iframe, gen_frame_state, llist_next, fr_stackpointer;
@@ -278,46 +297,142 @@ struct dbg_layout {
 };
 
 static const struct dbg_layout dbg_layouts[] = {
-	{ .minor = 13, .size = 584, .interpreters_head = 40, .interp_next = 64,
-	  .interp_threads_head = 72, .ts_size = 152, .ts_next = 168, .ts_current_frame = 184,
-	  .ts_native_thread_id = 200, .ts_datastack_chunk = 208, .ts_interp = 176,
-	  .is_ceval_gil = 112, .is_gil_runtime_state = 120, .is_gil_locked = 136,
-	  .is_gil_holder = 144, .fr_previous = 232, .fr_executable = 240,
-	  .fr_instr_ptr = 248, .fr_owner = 264, .co_size = 272, .co_filename = 280,
-	  .co_name = 288, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
-	  .co_adaptive = 344, .bytes_size = 520, .bytes_sval = 528, .str_state = 544,
-	  .str_length = 552, .str_ascii_size = 560, .is_imports_modules = 88,
+	{ .minor = 13,
+	  .size = 584,
+	  .interpreters_head = 40,
+	  .interp_next = 64,
+	  .interp_threads_head = 72,
+	  .ts_size = 152,
+	  .ts_next = 168,
+	  .ts_current_frame = 184,
+	  .ts_native_thread_id = 200,
+	  .ts_datastack_chunk = 208,
+	  .ts_interp = 176,
+	  .is_ceval_gil = 112,
+	  .is_gil_runtime_state = 120,
+	  .is_gil_locked = 136,
+	  .is_gil_holder = 144,
+	  .fr_previous = 232,
+	  .fr_executable = 240,
+	  .fr_instr_ptr = 248,
+	  .fr_owner = 264,
+	  .co_size = 272,
+	  .co_filename = 280,
+	  .co_name = 288,
+	  .co_qualname = 296,
+	  .co_linetable = 304,
+	  .co_firstlineno = 312,
+	  .co_adaptive = 344,
+	  .bytes_size = 520,
+	  .bytes_sval = 528,
+	  .str_state = 544,
+	  .str_length = 552,
+	  .str_ascii_size = 560,
+	  .is_imports_modules = 88,
 	  .ht_cached_keys = 880 },
-	{ .minor = 14, .size = 760, .interpreters_head = 40, .interp_next = 64,
-	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
-	  .ts_native_thread_id = 224, .ts_datastack_chunk = 232, .ts_interp = 200,
-	  .is_ceval_gil = 120, .is_gil_runtime_state = 128, .is_gil_locked = 144,
-	  .is_gil_holder = 152, .fr_previous = 256, .fr_executable = 264,
-	  .fr_instr_ptr = 272, .fr_owner = 288, .co_size = 312, .co_filename = 320,
-	  .co_name = 328, .co_qualname = 336, .co_linetable = 344, .co_firstlineno = 352,
-	  .co_adaptive = 384, .bytes_size = 600, .bytes_sval = 608, .str_state = 624,
-	  .str_length = 632, .str_ascii_size = 640, .is_imports_modules = 96,
-	  .ob_type = 408, .var_ob_size = 464, .fr_tlbc_index = 304, .co_tlbc = 392,
-	  .ht_cached_keys = 880, .tp_flags = 440, .set_used = 504,
-	  .set_table = 512, .set_mask = 520, .long_lv_tag = 576, .long_digit = 584,
-	  .gen_iframe = 680, .gen_frame_state = 688, .llist_next = 696, .fr_stackpointer = 296,
-	  .fs_yield_from = -1, .fs_yield_from_locked = -1, .fs_finished = 1,
+	{ .minor = 14,
+	  .size = 760,
+	  .interpreters_head = 40,
+	  .interp_next = 64,
+	  .interp_threads_head = 72,
+	  .ts_size = 176,
+	  .ts_next = 192,
+	  .ts_current_frame = 208,
+	  .ts_native_thread_id = 224,
+	  .ts_datastack_chunk = 232,
+	  .ts_interp = 200,
+	  .is_ceval_gil = 120,
+	  .is_gil_runtime_state = 128,
+	  .is_gil_locked = 144,
+	  .is_gil_holder = 152,
+	  .fr_previous = 256,
+	  .fr_executable = 264,
+	  .fr_instr_ptr = 272,
+	  .fr_owner = 288,
+	  .co_size = 312,
+	  .co_filename = 320,
+	  .co_name = 328,
+	  .co_qualname = 336,
+	  .co_linetable = 344,
+	  .co_firstlineno = 352,
+	  .co_adaptive = 384,
+	  .bytes_size = 600,
+	  .bytes_sval = 608,
+	  .str_state = 624,
+	  .str_length = 632,
+	  .str_ascii_size = 640,
+	  .is_imports_modules = 96,
+	  .ob_type = 408,
+	  .var_ob_size = 464,
+	  .fr_tlbc_index = 304,
+	  .co_tlbc = 392,
+	  .ht_cached_keys = 880,
+	  .tp_flags = 440,
+	  .set_used = 504,
+	  .set_table = 512,
+	  .set_mask = 520,
+	  .long_lv_tag = 576,
+	  .long_digit = 584,
+	  .gen_iframe = 680,
+	  .gen_frame_state = 688,
+	  .llist_next = 696,
+	  .fr_stackpointer = 296,
+	  .fs_yield_from = -1,
+	  .fs_yield_from_locked = -1,
+	  .fs_finished = 1,
 	  .await_slot = 1 },
-	{ .minor = 15, .size = 888, .interpreters_head = 40, .interp_next = 64,
-	  .interp_threads_head = 72, .ts_size = 176, .ts_next = 192, .ts_current_frame = 208,
-	  .ts_base_frame = 216, .ts_native_thread_id = 248, .ts_datastack_chunk = 256,
-	  .ts_interp = 200, .ts_holds_gil = 272, .is_ceval_gil = 120,
-	  .is_gil_runtime_state = 128, .is_gil_locked = 144, .is_gil_holder = 152,
+	{ .minor = 15,
+	  .size = 888,
+	  .interpreters_head = 40,
+	  .interp_next = 64,
+	  .interp_threads_head = 72,
+	  .ts_size = 176,
+	  .ts_next = 192,
+	  .ts_current_frame = 208,
+	  .ts_base_frame = 216,
+	  .ts_native_thread_id = 248,
+	  .ts_datastack_chunk = 256,
+	  .ts_interp = 200,
+	  .ts_holds_gil = 272,
+	  .is_ceval_gil = 120,
+	  .is_gil_runtime_state = 128,
+	  .is_gil_locked = 144,
+	  .is_gil_holder = 152,
 	  .fr_previous = 320,
-	  .fr_executable = 328, .fr_instr_ptr = 336, .fr_owner = 352, .co_size = 376,
-	  .co_filename = 384, .co_name = 392, .co_qualname = 400, .co_linetable = 408,
-	  .co_firstlineno = 416, .co_adaptive = 448, .bytes_size = 696, .bytes_sval = 704,
-	  .str_state = 720, .str_length = 728, .str_ascii_size = 736, .str_compact_size = 744,
-	  .is_imports_modules = 96, .ht_cached_keys = 888, .ob_type = 472, .var_ob_size = 560, .tp_flags = 504,
-	  .set_used = 600, .set_table = 608, .set_mask = 616, .long_lv_tag = 672,
-	  .long_digit = 680, .gen_iframe = 808, .gen_frame_state = 816, .llist_next = 824,
-	  .fr_stackpointer = 360, .fs_yield_from = 2, .fs_yield_from_locked = 3,
-	  .fs_finished = 5, .await_slot = 2 },
+	  .fr_executable = 328,
+	  .fr_instr_ptr = 336,
+	  .fr_owner = 352,
+	  .co_size = 376,
+	  .co_filename = 384,
+	  .co_name = 392,
+	  .co_qualname = 400,
+	  .co_linetable = 408,
+	  .co_firstlineno = 416,
+	  .co_adaptive = 448,
+	  .bytes_size = 696,
+	  .bytes_sval = 704,
+	  .str_state = 720,
+	  .str_length = 728,
+	  .str_ascii_size = 736,
+	  .str_compact_size = 744,
+	  .is_imports_modules = 96,
+	  .ht_cached_keys = 888,
+	  .ob_type = 472,
+	  .var_ob_size = 560,
+	  .tp_flags = 504,
+	  .set_used = 600,
+	  .set_table = 608,
+	  .set_mask = 616,
+	  .long_lv_tag = 672,
+	  .long_digit = 680,
+	  .gen_iframe = 808,
+	  .gen_frame_state = 816,
+	  .llist_next = 824,
+	  .fr_stackpointer = 360,
+	  .fs_yield_from = 2,
+	  .fs_yield_from_locked = 3,
+	  .fs_finished = 5,
+	  .await_slot = 2 },
 };
 
 static uint64_t dbg_u64(const uint8_t *dbg, uint16_t pos)
@@ -365,8 +480,8 @@ static void set_gil_from_debug(const struct dbg_layout *L, const uint8_t *dbg, s
 	cfg->gil_kind = PW_GIL_STRUCT;
 }
 
-int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out,
-			     char *why, size_t why_size)
+int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out, char *why,
+			     size_t why_size)
 {
 	const struct dbg_layout *L = NULL;
 	struct pw_offsets *o = &out->cfg.off;
@@ -390,9 +505,10 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	/* Only 3.14t was built and checked here (its layout read from its own table); 3.13t
 	 * and 3.15t differ in ways no table of theirs has shown. */
 	if (out->free_threaded && (out->major != 3 || !L || !L->fr_tlbc_index)) {
-		snprintf(why, why_size,
-			 "Python %u.%u.%u is a free-threaded build, which pywalk supports on 3.14 only",
-			 out->major, minor, out->micro);
+		snprintf(
+			why, why_size,
+			"Python %u.%u.%u is a free-threaded build, which pywalk supports on 3.14 only",
+			out->major, minor, out->micro);
 		return -ENOTSUP;
 	}
 	if (out->major != 3 || !L) {
@@ -445,8 +561,9 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 	/* the object header is 16 bytes, or 32 in a free-threaded build (ob_tid, flags,
 	 * local and shared reference counts before ob_type): nothing else is known */
 	if (obj->ob_type != (out->free_threaded ? 24 : 8) || o->code_ob_size != obj->ob_type + 8) {
-		snprintf(why, why_size, "Python %u.%u.%u debug offsets look corrupt (object header)",
-			 out->major, minor, out->micro);
+		snprintf(why, why_size,
+			 "Python %u.%u.%u debug offsets look corrupt (object header)", out->major,
+			 minor, out->micro);
 		return -EPROTO;
 	}
 	/* PyCompactUnicodeObject is the ASCII header plus utf8_length and utf8 */
@@ -503,7 +620,8 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 		}
 	}
 	obj->co_read_size = max16(max16(obj->co_filename, obj->co_name),
-				  max16(obj->co_qualname, obj->co_linetable)) + 8;
+				  max16(obj->co_qualname, obj->co_linetable)) +
+			    8;
 	obj->co_read_size = max16(obj->co_read_size, obj->co_firstlineno + 4);
 
 	out->cfg.thread_match = PW_MATCH_NATIVE_TID;
@@ -537,8 +655,9 @@ int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *
 		return -EPROTO;
 	}
 	if (o->frame_read_size > PW_FRAME_READ_MAX || o->tstate_read_size > PW_TSTATE_READ_MAX) {
-		snprintf(why, why_size, "Python %u.%u.%u frame layout is larger than pywalk handles",
-			 out->major, minor, out->micro);
+		snprintf(why, why_size,
+			 "Python %u.%u.%u frame layout is larger than pywalk handles", out->major,
+			 minor, out->micro);
 		return -EPROTO;
 	}
 	return 0;

@@ -15,7 +15,7 @@
 
 /* How a version encodes co_linetable (linetable.h reads both). */
 enum linetable_format {
-	LINETABLE_PEP626,   /* CPython 3.10 co_linetable: (byte-offset delta u8, line delta s8) pairs */
+	LINETABLE_PEP626, /* CPython 3.10 co_linetable: (byte-offset delta u8, line delta s8) pairs */
 	LINETABLE_LOCATION, /* CPython 3.11+ co_linetable location table */
 };
 
@@ -67,7 +67,7 @@ struct py_version {
 	uint64_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	unsigned int major, minor, micro;
 	bool free_threaded; /* a free-threaded build (3.14t; refused with -ENOTSUP elsewhere) */
-	struct pw_proc cfg;  /* the BPF map value, runtime_addr included */
+	struct pw_proc cfg; /* the BPF map value, runtime_addr included */
 	struct py_objlayout obj;
 	struct py_modlayout mod;
 	struct py_asynclayout aio;
@@ -89,7 +89,7 @@ int pyver_detect(pid_t pid, uint64_t runtime_addr, const struct elf_pyinfo *elf,
 int pyver_table(unsigned int minor, struct py_version *out);
 
 /* Fill the config from a _Py_DebugOffsets image (3.13+). 0, -ENOTSUP or -EPROTO. */
-int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out,
-			     char *why, size_t why_size);
+int pyver_from_debug_offsets(const uint8_t *dbg, size_t len, struct py_version *out, char *why,
+			     size_t why_size);
 
 #endif

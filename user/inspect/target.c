@@ -71,7 +71,9 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 	if (fstat(pfd, &st))
 		return -errno;
 	memset(&k, 0, sizeof(k));
-	k = (struct file_key){ .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t)st.st_size,
+	k = (struct file_key){ .dev = st.st_dev,
+			       .ino = st.st_ino,
+			       .size = (uint64_t)st.st_size,
 			       .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 +
 					   st.st_mtim.tv_nsec };
 	hash = hash_bytes(&k, sizeof(k), 0);
@@ -97,8 +99,8 @@ static int file_pyinfo(struct target_cache *c, int pfd, struct elf_pyinfo *info)
 }
 
 /* Is `addr` mapped from the file of mapping `file`, showing the byte at file `offset`? */
-static bool maps_file_at(const struct proc_maps *maps, const struct proc_map *file,
-			 uint64_t addr, uint64_t offset)
+static bool maps_file_at(const struct proc_maps *maps, const struct proc_map *file, uint64_t addr,
+			 uint64_t offset)
 {
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->maps[i];
@@ -298,11 +300,12 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 		pid_t tgid = proc_read_tgid(pid);
 
 		if (tgid > 0)
-			snprintf(why, why_size, "%d is a thread of process %d, not a process: give -p %d",
-				 pid, tgid, tgid);
+			snprintf(why, why_size,
+				 "%d is a thread of process %d, not a process: give -p %d", pid,
+				 tgid, tgid);
 		else
-			snprintf(why, why_size, "%d is a thread ID, not a process ID (use its process)",
-				 pid);
+			snprintf(why, why_size,
+				 "%d is a thread ID, not a process ID (use its process)", pid);
 		return -ESRCH;
 	}
 	proc_read_comm(pid, 0, t->comm, sizeof(t->comm));
@@ -311,17 +314,19 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 		/* pywalk holds CAP_SYS_PTRACE by now (preflight), so this process is beyond
 		 * what that capability reaches */
 		if ((err == -EACCES || err == -EPERM) && !proc_self_in_initial_userns())
-			snprintf(why, why_size,
-				 "cannot read /proc/%d/maps: %s (pywalk runs in a user namespace, e.g. "
-				 "a container's, and the process belongs to an outer one: run pywalk "
-				 "where the process is, e.g. on the host)",
-				 pid, strerror(-err));
+			snprintf(
+				why, why_size,
+				"cannot read /proc/%d/maps: %s (pywalk runs in a user namespace, e.g. "
+				"a container's, and the process belongs to an outer one: run pywalk "
+				"where the process is, e.g. on the host)",
+				pid, strerror(-err));
 		else if (err == -EACCES || err == -EPERM)
-			snprintf(why, why_size,
-				 "cannot read /proc/%d/maps: %s (the process is more privileged than "
-				 "pywalk, or a security module forbids it: run pywalk as full root, "
-				 "check kernel.yama.ptrace_scope)",
-				 pid, strerror(-err));
+			snprintf(
+				why, why_size,
+				"cannot read /proc/%d/maps: %s (the process is more privileged than "
+				"pywalk, or a security module forbids it: run pywalk as full root, "
+				"check kernel.yama.ptrace_scope)",
+				pid, strerror(-err));
 		else
 			snprintf(why, why_size, "cannot read /proc/%d/maps: %s", pid,
 				 strerror(-err));

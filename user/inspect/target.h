@@ -22,13 +22,13 @@ struct target {
 	bool own_pidns;	      /* in a pid namespace of its own (thread ids are translated) */
 	bool initialized;     /* the interpreter had an interpreter state when inspected */
 	char comm[32];
-	char container[65];   /* container id from the cgroup path, "" when none */
-	char service[129];    /* service name for fleet back ends (sanitized): the process's
+	char container[65]; /* container id from the cgroup path, "" when none */
+	char service[129];  /* service name for fleet back ends (sanitized): the process's
 			       * PYROSCOPE_SERVICE_NAME or OTEL_SERVICE_NAME, else its script or
 			       * module, else its comm */
-	bool service_asked;   /* the service name came from the process's environment */
-	char binary[256];     /* the file holding _PyRuntime, as the target sees it */
-	uint64_t code_type;   /* runtime address of PyCode_Type, 0 = unknown */
+	bool service_asked; /* the service name came from the process's environment */
+	char binary[256];   /* the file holding _PyRuntime, as the target sees it */
+	uint64_t code_type; /* runtime address of PyCode_Type, 0 = unknown */
 	struct py_version ver;
 };
 

@@ -207,14 +207,21 @@ static const char *esc_for(enum esc_syntax syntax, uint32_t cp, char *buf)
 		if (syntax == ESC_XML && (cp == 0xfffe || cp == 0xffff))
 			return REPLACEMENT;
 		switch (cp) {
-		case '&': return "&amp;";
-		case '<': return "&lt;";
-		case '>': return "&gt;";
-		case '"': return "&quot;";
-		case '\'': return "&#39;";
+		case '&':
+			return "&amp;";
+		case '<':
+			return "&lt;";
+		case '>':
+			return "&gt;";
+		case '"':
+			return "&quot;";
+		case '\'':
+			return "&#39;";
 		case '\t':
-		case '\n': return NULL;
-		case 0: return "\\x00"; /* shown, as the page and top show it */
+		case '\n':
+			return NULL;
+		case 0:
+			return "\\x00"; /* shown, as the page and top show it */
 		}
 		/* C0 controls and DEL are parse errors in HTML text */
 		if (cp < 0x20 || cp == 0x7f)
@@ -222,15 +229,24 @@ static const char *esc_for(enum esc_syntax syntax, uint32_t cp, char *buf)
 		return cp >= 0x80 && escape_unsafe(cp) ? visible_cp(cp, buf) : NULL;
 	}
 	switch (cp) {
-	case '"': return "\\\"";
-	case '\\': return "\\\\";
-	case '\b': return "\\b";
-	case '\f': return "\\f";
-	case '\n': return "\\n";
-	case '\r': return "\\r";
-	case '\t': return "\\t";
-	case 0x2028: return "\\u2028";
-	case 0x2029: return "\\u2029";
+	case '"':
+		return "\\\"";
+	case '\\':
+		return "\\\\";
+	case '\b':
+		return "\\b";
+	case '\f':
+		return "\\f";
+	case '\n':
+		return "\\n";
+	case '\r':
+		return "\\r";
+	case '\t':
+		return "\\t";
+	case 0x2028:
+		return "\\u2028";
+	case 0x2029:
+		return "\\u2029";
 	}
 	if (syntax == ESC_JSON_SCRIPT && (cp == '<' || cp == '>' || cp == '&')) {
 		snprintf(buf, 16, "\\u%04x", (unsigned int)cp);
@@ -317,8 +333,9 @@ void escape_label(const char *s, char *buf, size_t size)
 
 	for (; s && *s && n + 1 < size; s++) {
 		char c = *s;
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '.' || c == '_' || c == '-' || c == ':' || c == '/';
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' || c == ':' ||
+			  c == '/';
 
 		buf[n++] = ok ? c : '_';
 	}

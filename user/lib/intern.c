@@ -48,8 +48,7 @@ int64_t intern_add(struct intern *t, uint64_t hash, const void *item)
 	return (int64_t)t->n++;
 }
 
-int64_t intern_put(struct intern *t, uint64_t hash, const void *key, const void *item,
-		   bool *added)
+int64_t intern_put(struct intern *t, uint64_t hash, const void *key, const void *item, bool *added)
 {
 	int64_t id = intern_find(t, hash, key);
 
@@ -60,8 +59,8 @@ int64_t intern_put(struct intern *t, uint64_t hash, const void *key, const void 
 
 int intern_remove(struct intern *t, uint64_t hash, uint32_t id)
 {
-	int err = grow_array((void **)&t->free_ids, &t->free_cap, t->nfree + 1,
-			     sizeof(*t->free_ids));
+	int err =
+		grow_array((void **)&t->free_ids, &t->free_cap, t->nfree + 1, sizeof(*t->free_ids));
 
 	if (err)
 		return err;

@@ -25,7 +25,10 @@ struct intern {
 };
 
 /* A table of `type` items compared by `eq_fn`. */
-#define INTERN_INIT(type, eq_fn) { .size = sizeof(type), .eq = (eq_fn) }
+#define INTERN_INIT(type, eq_fn)                    \
+	{                                           \
+		.size = sizeof(type), .eq = (eq_fn) \
+	}
 
 /* Id of the item with key `key` (hashed to `hash`), or -1. */
 int64_t intern_find(const struct intern *t, uint64_t hash, const void *key);
@@ -34,8 +37,7 @@ int64_t intern_find(const struct intern *t, uint64_t hash, const void *key);
 int64_t intern_add(struct intern *t, uint64_t hash, const void *item);
 /* The id of the item with key `key`, adding `item` when there is none (*added, may be NULL,
  * says which). A negative errno as intern_add. */
-int64_t intern_put(struct intern *t, uint64_t hash, const void *key, const void *item,
-		   bool *added);
+int64_t intern_put(struct intern *t, uint64_t hash, const void *key, const void *item, bool *added);
 
 static inline void *intern_at(const struct intern *t, size_t id)
 {

@@ -22,7 +22,8 @@ static bool stderr_is_journal(void)
 	if (known < 0) {
 		js = getenv("JOURNAL_STREAM");
 		known = js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && !fstat(2, &st) &&
-			(unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+			(unsigned long long)st.st_dev == dev &&
+			(unsigned long long)st.st_ino == ino;
 	}
 	return known;
 }

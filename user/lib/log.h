@@ -4,7 +4,14 @@
 #ifndef PW_LOG_H
 #define PW_LOG_H
 
-enum log_level { LOG_QUIET = -1, LOG_ERR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3, LOG_LIBBPF = 4 };
+enum log_level {
+	LOG_QUIET = -1,
+	LOG_ERR = 0,
+	LOG_WARN = 1,
+	LOG_INFO = 2,
+	LOG_DEBUG = 3,
+	LOG_LIBBPF = 4
+};
 
 extern int log_level;
 
@@ -14,9 +21,9 @@ void log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2
 /* Route libbpf's messages through log_level (-vv shows its debug output). */
 void log_hook_libbpf(void);
 
-#define pw_log(lvl, ...)                               \
-	do {                                           \
-		if (log_level >= (lvl))                \
+#define pw_log(lvl, ...)                                           \
+	do {                                                       \
+		if (log_level >= (lvl))                            \
 			log_printf((lvl), "pywalk: " __VA_ARGS__); \
 	} while (0)
 #define pw_err(...) pw_log(LOG_ERR, __VA_ARGS__)

@@ -60,8 +60,8 @@ int parse_duration_ns(const char *arg, uint64_t *out_ns)
 	static const struct {
 		const char *suffix;
 		double ns;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
-		      { "m", 60e9 }, { "h", 3600e9 } };
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 },  { "s", 1e9 },
+		      { "", 1e9 }, { "m", 60e9 }, { "h", 3600e9 } };
 	char *end;
 	double v;
 

@@ -47,7 +47,7 @@ struct part_cache {
 	struct thread_part {
 		uint32_t proc, tid;
 		char *text;
-	} *threads;
+	} * threads;
 	size_t nthreads, cap_threads;
 	struct htab thread_index;
 	int err;
@@ -258,8 +258,8 @@ static void free_parts(struct part_cache *c, size_t nframes, size_t nprocs)
 int out_folded_write(FILE *f, const struct profile *p)
 {
 	const struct agg *agg = profile__agg(p);
-	size_t n = agg__nstacks(agg), nframes = agg__nframes(agg),
-	       nprocs = profile__nprocesses(p), i;
+	size_t n = agg__nstacks(agg), nframes = agg__nframes(agg), nprocs = profile__nprocesses(p),
+	       i;
 	struct part_cache c = { .p = p,
 				.frames = calloc(nframes ? nframes : 1, sizeof(char *)),
 				.procs = calloc(nprocs ? nprocs : 1, sizeof(char *)) };

@@ -37,7 +37,10 @@ static int add_nodes(const struct calltree *t, struct strbuf *sb, uint32_t *pos)
 		const struct calltree_node *n = &t->nodes[order[i]];
 
 		/* a line break every 8 nodes keeps the file readable for diff and grep */
-		err = strbuf_addf(sb, "%s%u,%u,%llu", i == 1 ? "\n" : (i - 1) % 8 ? "," : ",\n",
+		err = strbuf_addf(sb, "%s%u,%u,%llu",
+				  i == 1	? "\n"
+				  : (i - 1) % 8 ? ","
+						: ",\n",
 				  n->frame, n->depth, (unsigned long long)n->self);
 	}
 	if (!err)
@@ -198,23 +201,24 @@ static int add_data(const struct calltree *h, struct strbuf *sb, const char *tit
 	uint32_t *pos = NULL;
 	int err;
 
-	err = strbuf_addf(sb, "{\"version\":1,\"exporter\":\"pywalk %s\",\"title\":",
-			  PYWALK_VERSION);
+	err = strbuf_addf(sb,
+			  "{\"version\":1,\"exporter\":\"pywalk %s\",\"title\":", PYWALK_VERSION);
 	if (!err)
 		err = add_json_str(sb, title);
 	if (!err)
 		err = add_unsafe(sb);
 	if (!err)
-		err = strbuf_addf(sb,
-				  ",\"unit\":\"%s\",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"
-				  "\"period_ns\":%llu,\"start_ns\":%llu,\"duration_ns\":%llu,\n"
-				  "\"strings\":[",
-				  profile__counts_ns(h->p) ? "nanoseconds" : "samples",
-				  (unsigned long long)agg__total(profile__agg(h->p)),
-				  (unsigned long long)h->nodes[0].self, smp->frequency_hz,
-				  (unsigned long long)profile__period_ns(h->p),
-				  (unsigned long long)smp->start_ns,
-				  (unsigned long long)profile__duration_ns(h->p));
+		err = strbuf_addf(
+			sb,
+			",\"unit\":\"%s\",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"
+			"\"period_ns\":%llu,\"start_ns\":%llu,\"duration_ns\":%llu,\n"
+			"\"strings\":[",
+			profile__counts_ns(h->p) ? "nanoseconds" : "samples",
+			(unsigned long long)agg__total(profile__agg(h->p)),
+			(unsigned long long)h->nodes[0].self, smp->frequency_hz,
+			(unsigned long long)profile__period_ns(h->p),
+			(unsigned long long)smp->start_ns,
+			(unsigned long long)profile__duration_ns(h->p));
 	for (size_t i = 0; i < strtab__count(h->strs) && !err; i++) {
 		err = strbuf_add(sb, i ? ",\n" : "\n", i ? 2 : 1);
 		if (!err)

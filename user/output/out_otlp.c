@@ -133,15 +133,15 @@ struct otlp {
 	uint32_t *fn_of;       /* function id -> function index, 0: none yet */
 	uint32_t *map_of;      /* symtab mapping id -> mapping index, 0: none yet */
 	size_t nfuncs, nmapids;
-	uint32_t nlocs, nfns, nmaps; /* entries written, the zero entry included */
-	struct intern stacks;  /* stack_table past its zero entry */
-	struct intern attrs;   /* attribute_table past its zero entry */
+	uint32_t nlocs, nfns, nmaps;		   /* entries written, the zero entry included */
+	struct intern stacks;			   /* stack_table past its zero entry */
+	struct intern attrs;			   /* attribute_table past its zero entry */
 	struct strbuf maps, locs, fns, stks, atts; /* the tables' entries, encoded */
-	struct strbuf samples; /* Profile.samples, encoded */
-	struct strbuf msg;     /* scratch: one nested message */
-	struct strbuf sub;     /* scratch: a message nested in msg */
-	struct strbuf str;     /* scratch: a string made valid UTF-8 */
-	uint64_t *ids;	       /* scratch: location indexes of a stack, leaf first */
+	struct strbuf samples;			   /* Profile.samples, encoded */
+	struct strbuf msg;			   /* scratch: one nested message */
+	struct strbuf sub;			   /* scratch: a message nested in msg */
+	struct strbuf str;			   /* scratch: a string made valid UTF-8 */
+	uint64_t *ids; /* scratch: location indexes of a stack, leaf first */
 };
 
 static bool stack_eq(const void *item, const void *key)
@@ -209,8 +209,8 @@ static int put_any_value(struct otlp *ot, struct strbuf *to, uint32_t field, con
 }
 
 /* A resource attribute (KeyValue) into `to`. */
-static int put_resource_attr(struct otlp *ot, struct strbuf *to, const char *key,
-			     const char *str, int64_t num)
+static int put_resource_attr(struct otlp *ot, struct strbuf *to, const char *key, const char *str,
+			     int64_t num)
 {
 	struct strbuf kv = { 0 };
 	int err;
@@ -228,9 +228,9 @@ static int put_resource_attr(struct otlp *ot, struct strbuf *to, const char *key
  * name is the process's comm (what the kernel calls it; at most 15 bytes). */
 static int put_resource(struct otlp *ot, struct strbuf *to, const struct profile_process *pr)
 {
-	const char *service = ot->o->service && ot->o->service[0] ? ot->o->service :
-			      pr->service[0]			      ? pr->service :
-									pr->comm;
+	const char *service = ot->o->service && ot->o->service[0] ? ot->o->service
+			      : pr->service[0]			  ? pr->service
+								  : pr->comm;
 	struct strbuf r = { 0 };
 	int err;
 
@@ -342,8 +342,8 @@ static int64_t mapping_index(struct otlp *ot, uint32_t id)
 	    pb_uint(&ot->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
 	    pb_uint(&ot->msg, MAPPING_FILE_OFFSET, m->offset) ||
 	    pb_uint(&ot->msg, MAPPING_FILENAME_STRINDEX, (uint64_t)file) ||
-	    (bid && pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid },
-			      1)) ||
+	    (bid &&
+	     pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid }, 1)) ||
 	    put_msg(&ot->maps, DICT_MAPPING_TABLE, &ot->msg))
 		return -ENOMEM;
 	ot->map_of[id] = ot->nmaps;
@@ -353,8 +353,10 @@ static int64_t mapping_index(struct otlp *ot, uint32_t id)
 /* profile.frame.type of a frame of this kind (NULL: pywalk's own labels have none). */
 static const char *frame_type(enum frame_kind k)
 {
-	return k == FRAME_PYTHON ? "cpython" : k == FRAME_NATIVE ? "native" :
-	       k == FRAME_KERNEL ? "kernel" : NULL;
+	return k == FRAME_PYTHON   ? "cpython"
+	       : k == FRAME_NATIVE ? "native"
+	       : k == FRAME_KERNEL ? "kernel"
+				   : NULL;
 }
 
 /* Location index of agg frame `id`, written into location_table on first use. */
@@ -383,8 +385,8 @@ static int64_t location_index(struct otlp *ot, uint32_t id)
 	    pb_uint(&ot->sub, LINE_FUNCTION_INDEX, (uint64_t)fn) ||
 	    pb_uint(&ot->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
 	    put_msg(&ot->msg, LOCATION_LINES, &ot->sub) ||
-	    (attr && pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES,
-			       (uint64_t[]){ (uint64_t)attr }, 1)) ||
+	    (attr &&
+	     pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)attr }, 1)) ||
 	    put_msg(&ot->locs, DICT_LOCATION_TABLE, &ot->msg))
 		return -ENOMEM;
 	ot->loc_of[id] = ot->nlocs;
@@ -511,8 +513,8 @@ static int put_profile(struct otlp *ot, struct strbuf *to)
 	uint8_t id[16] = { 0 };
 	int err;
 
-	err = period_ns ? put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds") :
-			  put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "samples", "count");
+	err = period_ns ? put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds")
+			: put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "samples", "count");
 	if (!err && period_ns)
 		err = put_value_type(ot, &pr, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
 	if (!err)
@@ -606,15 +608,17 @@ static int put_resource_profiles(struct otlp *ot, struct strbuf *to,
 	return err;
 }
 
-int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void **buf,
-		    size_t *len)
+int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void **buf, size_t *len)
 {
 	const struct profile_process *pr = profile__process(p, o->proc);
 	const struct agg *agg = profile__agg(p);
-	struct otlp ot = { .p = p, .o = o,
+	struct otlp ot = { .p = p,
+			   .o = o,
 			   .stacks = INTERN_INIT(struct stack_key, stack_eq),
 			   .attrs = INTERN_INIT(struct attr_key, attr_eq),
-			   .nlocs = 1, .nfns = 1, .nmaps = 1 };
+			   .nlocs = 1,
+			   .nfns = 1,
+			   .nmaps = 1 };
 	struct strbuf req = { 0 };
 	size_t maxdepth = 1, nframes = agg__nframes(agg), i;
 	int err = 0;

@@ -67,7 +67,7 @@ enum {
 struct pprof {
 	const struct profile *p;
 	const struct out_pprof_opts *o;
-	uint8_t *used; /* agg frames the samples written use */
+	uint8_t *used;	     /* agg frames the samples written use */
 	struct strtab *strs; /* string_table: index 0 must be "" */
 	struct strbuf out;   /* the Profile message */
 	struct strbuf msg;   /* scratch: one nested message */

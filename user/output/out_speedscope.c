@@ -21,7 +21,7 @@
 struct stack_ref {
 	uint32_t probe;	    /* trace's probe (0: the sampler) */
 	uint32_t proc, tid; /* process lifetime (agg stack proc) and thread */
-	size_t index; /* into the agg's stacks */
+	size_t index;	    /* into the agg's stacks */
 };
 
 static bool same_profile(const struct stack_ref *a, const struct stack_ref *b)
@@ -193,7 +193,8 @@ static int add_profile(struct strbuf *sb, const struct profile *p, const struct 
 	if (!err)
 		err = add_profile_name(sb, p, refs[0].probe, refs[0].proc, refs[0].tid);
 	if (!err)
-		err = strbuf_addf(sb, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
+		err = strbuf_addf(sb,
+				  ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
 				  ns ? "nanoseconds" : "none", (unsigned long long)end);
 	for (i = 0; i < n && !err; i++) {
@@ -254,8 +255,9 @@ static int all_stacks(const struct profile *p, struct stack_ref **refs, uint32_t
 	for (size_t i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		(*refs)[i] = (struct stack_ref){ .probe = s->probe, .proc = s->proc,
-						 .tid = s->tid, .index = i };
+		(*refs)[i] = (struct stack_ref){
+			.probe = s->probe, .proc = s->proc, .tid = s->tid, .index = i
+		};
 	}
 	return 0;
 }
@@ -386,7 +388,8 @@ static int add_timed_profile(struct strbuf *sb, const struct profile *p, const s
 	if (!err)
 		err = add_profile_name(sb, p, 0, ev[0].proc, ev[0].tid);
 	if (!err)
-		err = strbuf_addf(sb, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\n"
+		err = strbuf_addf(sb,
+				  ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\n"
 				  "\"samples\":[",
 				  (unsigned long long)end);
 	if (!err)
@@ -422,7 +425,9 @@ int out_timeline_write(FILE *f, const struct profile *p)
 		if (!s || !events[i].dur_ns || events[i].dur_ns > events[i].end_ns)
 			continue; /* a hit counted, not timed (trace without --latency) */
 		ev[n] = (struct timed){ .start = events[i].end_ns - events[i].dur_ns,
-					.end = events[i].end_ns, .proc = s->proc, .tid = s->tid,
+					.end = events[i].end_ns,
+					.proc = s->proc,
+					.tid = s->tid,
 					.stack = events[i].stack };
 		if (ev[n].start < t0)
 			t0 = ev[n].start;

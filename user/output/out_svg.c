@@ -172,16 +172,18 @@ static int write_box(struct svg *s, FILE *f, uint32_t id, double height)
 		err = escape_xml(&s->esc, s->label.buf);
 	if (err)
 		return err;
-	fprintf(f, "<g class=\"f\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>%s\n"
-		   "%s (%.2f%%)</title>",
+	fprintf(f,
+		"<g class=\"f\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"><title>%s\n"
+		"%s (%.2f%%)</title>",
 		(unsigned long long)s->start[id], (unsigned long long)n->total, n->depth,
 		s->esc.buf, count, total ? 100.0 * (double)n->total / (double)total : 0.0);
 	strbuf_reset(&s->esc);
 	err = escape_xml(&s->esc, s->cut.buf ? s->cut.buf : "");
 	if (err)
 		return err;
-	fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
-		   "<text x=\"%.2f\" y=\"%.1f\">%s</text></g>\n",
+	fprintf(f,
+		"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
+		"<text x=\"%.2f\" y=\"%.1f\">%s</text></g>\n",
 		x, y, w, FRAME_H - 1, fill, x + 3, y + FRAME_H - 4.5, s->esc.buf);
 	return 0;
 }
@@ -212,9 +214,9 @@ static void write_head(const struct svg *s, FILE *f, double height, uint64_t tot
 		"</text>\n"
 		"<text id=\"matched\" x=\"%d\" y=\"%.0f\" text-anchor=\"end\"></text>\n"
 		"<text id=\"details\" x=\"%d\" y=\"%.0f\"> </text>\n",
-		PYWALK_VERSION, WIDTH, height, WIDTH, height, INNER_W, SIDE, CHAR_W, FONT_PX,
-		WIDTH, height, WIDTH / 2, count, SIDE, WIDTH - SIDE,
-		WIDTH - SIDE, height - 8, SIDE, height - 8);
+		PYWALK_VERSION, WIDTH, height, WIDTH, height, INNER_W, SIDE, CHAR_W, FONT_PX, WIDTH,
+		height, WIDTH / 2, count, SIDE, WIDTH - SIDE, WIDTH - SIDE, height - 8, SIDE,
+		height - 8);
 }
 
 int out_svg_write(FILE *f, const struct profile *p)

@@ -29,7 +29,7 @@ static pid_t pending_pid;	/* their creator: a forked child leaves them alone */
 static bool atexit_registered;
 
 __attribute__((format(printf, 3, 4))) static int set_why(struct outfile *o, int err,
-							   const char *fmt, ...)
+							 const char *fmt, ...)
 {
 	va_list ap;
 
@@ -426,8 +426,7 @@ out:
 	return err;
 }
 
-int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown,
-		    mode_t mode)
+int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown, mode_t mode)
 {
 	struct stat st;
 	int fd, err;
@@ -450,10 +449,14 @@ int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *
 		goto out;
 	}
 	if (!fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		err = S_ISLNK(st.st_mode) ? set_why(o, -ELOOP, "refusing to write through the "
-							"symbolic link %s", shown)
-					  : set_why(o, -EEXIST, "%s exists and is not a regular "
-								"file", shown);
+		err = S_ISLNK(st.st_mode) ? set_why(o, -ELOOP,
+						    "refusing to write through the "
+						    "symbolic link %s",
+						    shown)
+					  : set_why(o, -EEXIST,
+						    "%s exists and is not a regular "
+						    "file",
+						    shown);
 	else
 		err = open_temp(o, fd, mode);
 	/* open_temp keeps fd for the rename */

@@ -10,14 +10,14 @@
 
 struct outfile {
 	FILE *f;
-	char *path;	/* destination as named, NULL for stdout */
-	char *name;	/* its last component, looked up in dirfd */
-	char *tmp_name; /* temporary file in dirfd; NULL when none is pending */
-	int dirfd;	/* the directory of path, open only while tmp_name is set */
-	dev_t tmp_dev;	/* the temporary file we created: a name that no longer */
-	ino_t tmp_ino;	/* leads to it is not ours to rename or remove */
+	char *path;		      /* destination as named, NULL for stdout */
+	char *name;		      /* its last component, looked up in dirfd */
+	char *tmp_name;		      /* temporary file in dirfd; NULL when none is pending */
+	int dirfd;		      /* the directory of path, open only while tmp_name is set */
+	dev_t tmp_dev;		      /* the temporary file we created: a name that no longer */
+	ino_t tmp_ino;		      /* leads to it is not ours to rename or remove */
 	struct outfile *next_pending; /* list of temporary files to remove at exit() */
-	char why[512];	/* after a failure: the reason, to follow "cannot write PATH: " */
+	char why[512]; /* after a failure: the reason, to follow "cannot write PATH: " */
 };
 
 /* Open the destination now, so that an unwritable one fails before recording.
@@ -36,8 +36,7 @@ int outfile_open(struct outfile *o, const char *path);
  * above but of `mode` minus the umask: for a directory checked once and held, whatever
  * its path leads to later. An existing `name` that is not a regular file (a symbolic link,
  * a FIFO) is refused. `shown` is the path the messages name. */
-int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown,
-		    mode_t mode);
+int outfile_open_in(struct outfile *o, int dirfd, const char *name, const char *shown, mode_t mode);
 /* Flush, close (no fsync) and rename the temporary file over the destination, which
  * replaces whatever is there without following it. 0 or a negative errno, with the reason
  * in o->why; the temporary file is removed on failure. */

@@ -37,8 +37,7 @@ static bool stack_eq(const void *item, const void *key)
 	const struct stack_key *k = key;
 
 	return s->proc == k->proc && s->tid == k->tid && s->probe == k->probe &&
-	       s->nframes == k->n &&
-	       !memcmp(k->arena + s->first, k->ids, k->n * sizeof(*k->ids));
+	       s->nframes == k->n && !memcmp(k->arena + s->first, k->ids, k->n * sizeof(*k->ids));
 }
 
 struct agg *agg__new(void)
@@ -89,10 +88,15 @@ int agg__add(struct agg *agg, const struct agg_who *who, const uint32_t *ids, ui
 int agg__add_at(struct agg *agg, const struct agg_who *who, const uint32_t *ids, uint32_t n,
 		uint64_t count, size_t *index)
 {
-	struct stack_key k = { .proc = who->proc, .tid = who->tid, .probe = who->probe, .n = n,
-			       .ids = ids, .arena = agg->arena };
-	uint64_t hash = hash_bytes(ids, n * sizeof(*ids),
-				   ((uint64_t)who->proc << 32 | who->tid) ^ (uint64_t)who->probe << 56);
+	struct stack_key k = { .proc = who->proc,
+			       .tid = who->tid,
+			       .probe = who->probe,
+			       .n = n,
+			       .ids = ids,
+			       .arena = agg->arena };
+	uint64_t hash =
+		hash_bytes(ids, n * sizeof(*ids),
+			   ((uint64_t)who->proc << 32 | who->tid) ^ (uint64_t)who->probe << 56);
 	struct agg_stack s;
 	int64_t id = intern_find(&agg->stacks, hash, &k);
 	int err;
@@ -107,9 +111,13 @@ int agg__add_at(struct agg *agg, const struct agg_who *who, const uint32_t *ids,
 			 sizeof(*agg->arena));
 	if (err)
 		return err;
-	s = (struct agg_stack){ .proc = who->proc, .pid = who->pid, .tid = who->tid,
-				.probe = who->probe, .nframes = n,
-				.first = (uint32_t)agg->arena_len, .count = count };
+	s = (struct agg_stack){ .proc = who->proc,
+				.pid = who->pid,
+				.tid = who->tid,
+				.probe = who->probe,
+				.nframes = n,
+				.first = (uint32_t)agg->arena_len,
+				.count = count };
 	id = intern_add(&agg->stacks, hash, &s);
 	if (id < 0)
 		return (int)id;

@@ -29,7 +29,7 @@ struct agg_stack {
 	uint32_t pid, tid; /* 0 when the caller does not split by them */
 	uint32_t probe;
 	uint32_t nframes;
-	uint32_t first;	   /* index of the root frame id in the frame-id arena */
+	uint32_t first; /* index of the root frame id in the frame-id arena */
 	uint64_t count;
 };
 

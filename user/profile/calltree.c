@@ -17,13 +17,13 @@
 static int64_t add_frame(struct calltree *t, uint32_t name, uint32_t file, int32_t line,
 			 enum frame_kind kind)
 {
-	int err = grow_array((void **)&t->frames, &t->frames_cap, t->nframes + 1,
-			     sizeof(*t->frames));
+	int err =
+		grow_array((void **)&t->frames, &t->frames_cap, t->nframes + 1, sizeof(*t->frames));
 
 	if (err)
 		return err;
-	t->frames[t->nframes] = (struct calltree_frame){ .name = name, .file = file, .line = line,
-							 .kind = kind };
+	t->frames[t->nframes] =
+		(struct calltree_frame){ .name = name, .file = file, .line = line, .kind = kind };
 	return (int64_t)t->nframes++;
 }
 
@@ -54,9 +54,9 @@ static int64_t py_frame(struct calltree *t, uint32_t id)
 	}
 	name = strtab__intern(t->strs, symtab__func_name(st, fr->func));
 	/* a pseudo-frame ("[off-cpu: sleeping]") has no file: a label, like a root frame */
-	file = *symtab__func_file(st, fr->func) ?
-		       strtab__intern(t->strs, symtab__func_file(st, fr->func)) :
-		       (int64_t)NONE;
+	file = *symtab__func_file(st, fr->func)
+		       ? strtab__intern(t->strs, symtab__func_file(st, fr->func))
+		       : (int64_t)NONE;
 	if (name < 0 || file < 0)
 		return name < 0 ? name : file;
 	f = add_frame(t, (uint32_t)name, (uint32_t)file, fr->line, kind);
@@ -90,8 +90,7 @@ static int64_t label_frame(struct calltree *t, int64_t label, enum frame_kind ki
 }
 
 /* frame of a root frame "COMM TAG" (TAG: " (PID...)" or " (TID)"); equal labels share one */
-static int64_t root_frame(struct calltree *t, struct strbuf *tmp, const char *comm,
-			  const char *tag)
+static int64_t root_frame(struct calltree *t, struct strbuf *tmp, const char *comm, const char *tag)
 {
 	int err;
 
@@ -136,7 +135,8 @@ static int64_t child(struct calltree *t, uint32_t parent, int64_t frame)
 		return err;
 	id = (uint32_t)t->nnodes++;
 	n = &t->nodes[id];
-	*n = (struct calltree_node){ .frame = (uint32_t)frame, .parent = parent,
+	*n = (struct calltree_node){ .frame = (uint32_t)frame,
+				     .parent = parent,
 				     .first_child = NONE,
 				     .next_sibling = t->nodes[parent].first_child,
 				     .depth = t->nodes[parent].depth + 1 };
@@ -153,7 +153,8 @@ static int merge_stacks(struct calltree *t)
 	struct strbuf tmp = { 0 };
 	int err = 0;
 
-	t->stack_node = malloc((agg__nstacks(agg) ? agg__nstacks(agg) : 1) * sizeof(*t->stack_node));
+	t->stack_node =
+		malloc((agg__nstacks(agg) ? agg__nstacks(agg) : 1) * sizeof(*t->stack_node));
 	if (!t->stack_node)
 		return -ENOMEM;
 	for (size_t i = 0; i < agg__nstacks(agg) && !err; i++) {
@@ -165,14 +166,15 @@ static int merge_stacks(struct calltree *t)
 
 		/* trace with several probes: each probe's stacks under a root of its own */
 		if (opts->nprobes > 1) {
-			const char *probe = s->probe < PW_MAX_PROBES ? opts->probe_names[s->probe]
-								     : NULL;
+			const char *probe =
+				s->probe < PW_MAX_PROBES ? opts->probe_names[s->probe] : NULL;
 
 			cur = child(t, 0, root_frame(t, &tmp, probe ? probe : "?", ""));
 		}
 		if (cur >= 0 && opts->by_process) {
 			profile__process_tag(t->p, s->proc, tag, sizeof(tag));
-			cur = child(t, (uint32_t)cur, root_frame(t, &tmp, pr ? pr->comm : "?", tag));
+			cur = child(t, (uint32_t)cur,
+				    root_frame(t, &tmp, pr ? pr->comm : "?", tag));
 		}
 		if (cur >= 0 && opts->by_thread) {
 			snprintf(tag, sizeof(tag), " (%u)", s->tid);
@@ -246,8 +248,9 @@ int calltree_build(struct calltree *t, const struct profile *p)
 	if (err)
 		return err;
 	memset(t->agg_map, 0xff, (nagg ? nagg : 1) * sizeof(*t->agg_map));
-	t->nodes[0] = (struct calltree_node){ .frame = NONE, .parent = NONE, .first_child = NONE,
-					      .next_sibling = NONE };
+	t->nodes[0] = (struct calltree_node){
+		.frame = NONE, .parent = NONE, .first_child = NONE, .next_sibling = NONE
+	};
 	t->nnodes = 1;
 	err = merge_stacks(t);
 	if (!err)

@@ -23,7 +23,7 @@
 struct calltree_frame {
 	uint32_t name, file; /* string ids */
 	int32_t line;
-	uint32_t kind;	     /* enum frame_kind (root frames: FRAME_PSEUDO) */
+	uint32_t kind; /* enum frame_kind (root frames: FRAME_PSEUDO) */
 };
 
 /* A node; node 0 is the root ("all"), with frame CALLTREE_NONE. A child's id is always
@@ -41,7 +41,7 @@ struct calltree {
 	size_t nframes, frames_cap;
 	struct calltree_node *nodes;
 	size_t nnodes, nodes_cap;
-	uint32_t *rank; /* frame index -> position in label order */
+	uint32_t *rank;	      /* frame index -> position in label order */
 	uint32_t *stack_node; /* agg stack index -> the node it ends at */
 	/* building only */
 	uint32_t *agg_map;  /* agg frame id -> frame index, NONE until used */

@@ -99,7 +99,8 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		/* wall: a sample stands for a period on CPU, in the unit of the time off CPU */
 		double unit = off_cpu_seen && period_ns ? (double)period_ns : 1.0;
 		double held = (double)t->held * unit, not_held = (double)t->not_held * unit;
-		double unknown = (double)t->unknown * unit, off = off_cpu_seen ? (double)t->off_ns : 0;
+		double unknown = (double)t->unknown * unit,
+		       off = off_cpu_seen ? (double)t->off_ns : 0;
 		double total = held + not_held + unknown + off;
 
 		/* a thread names itself: escaped, so it cannot write to the terminal */
@@ -110,7 +111,8 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		if (off_cpu_seen)
 			fprintf(f, " %9.3f", total / 1e9);
 		else
-			fprintf(f, " %9llu", (unsigned long long)(t->held + t->not_held + t->unknown));
+			fprintf(f, " %9llu",
+				(unsigned long long)(t->held + t->not_held + t->unknown));
 		share(f, held, total);
 		share(f, not_held, total);
 		if (off_cpu_seen)
@@ -121,8 +123,9 @@ void gilstats__print(const struct gilstats *g, FILE *f, uint64_t period_ns, bool
 		fprintf(f, "\n");
 	}
 	strbuf_free(&shown);
-	fprintf(f, "  HELD: on CPU holding the GIL; NOT-HELD: on CPU without it (waiting for it, "
-		   "or in C code that released it)%s\n",
-		off_cpu_seen ? "; OFF-CPU: sleeping, blocked or preempted" :
-			       "; time off CPU is seen with --mode wall");
+	fprintf(f,
+		"  HELD: on CPU holding the GIL; NOT-HELD: on CPU without it (waiting for it, "
+		"or in C code that released it)%s\n",
+		off_cpu_seen ? "; OFF-CPU: sleeping, blocked or preempted"
+			     : "; time off CPU is seen with --mode wall");
 }

@@ -14,8 +14,8 @@
 struct kagg_entry {
 	struct pw_agg_key key;
 	uint32_t proc, pid, probe;
-	uint32_t nids, first; /* frame ids in the generation's arena */
-	bool counted;	      /* the first record was counted: its stack is the key's */
+	uint32_t nids, first;	  /* frame ids in the generation's arena */
+	bool counted;		  /* the first record was counted: its stack is the key's */
 	struct profile_drops why; /* else: the bucket the profile put it in */
 };
 
@@ -92,8 +92,11 @@ int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size
 	if (size < sizeof(*f) + sizeof(*h))
 		return count(ctx, data, 0); /* counted as malformed */
 	g = &k->gen[f->gen & 1];
-	e.key = (struct pw_agg_key){ .stack = f->stack, .nframes = h->nframes,
-				     .target = h->target, .tid = h->tid, .probe = h->probe,
+	e.key = (struct pw_agg_key){ .stack = f->stack,
+				     .nframes = h->nframes,
+				     .target = h->target,
+				     .tid = h->tid,
+				     .probe = h->probe,
 				     .site = h->site };
 	/* two CPUs may both ship a key's first hit: each is counted, the first names it */
 	id = intern_put(&g->keys, key_hash(&e.key), &e.key, &e, &added);
@@ -115,8 +118,8 @@ int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size
 	return err;
 }
 
-void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-		    size_t size, uint32_t proc, const uint32_t *ids, uint32_t n)
+void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h, size_t size,
+		    uint32_t proc, const uint32_t *ids, uint32_t n)
 {
 	struct kagg *k = ctx;
 	struct kagg_gen *g;
@@ -173,10 +176,11 @@ int kagg__credit(struct kagg *k, struct profile *p, uint32_t gen, const struct p
 		profile__add_drops(p, &d);
 		return 0;
 	}
-	return profile__add_stack(p,
-				  &(struct agg_who){ .proc = e->proc, .pid = e->pid,
-						     .tid = key->tid, .probe = e->probe },
-				  g->ids + e->first, e->nids, val->weight);
+	return profile__add_stack(
+		p,
+		&(struct agg_who){
+			.proc = e->proc, .pid = e->pid, .tid = key->tid, .probe = e->probe },
+		g->ids + e->first, e->nids, val->weight);
 }
 
 void kagg__end_gen(struct kagg *k, uint32_t gen)

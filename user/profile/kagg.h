@@ -15,9 +15,9 @@
 struct kagg;
 
 struct kagg_stats {
-	uint64_t keys;	      /* first records (keys defined) */
-	uint64_t drained;     /* keys whose counts were drained */
-	uint64_t drains;      /* generations drained */
+	uint64_t keys;	       /* first records (keys defined) */
+	uint64_t drained;      /* keys whose counts were drained */
+	uint64_t drains;       /* generations drained */
 	uint64_t unattributed; /* hits of a key without a first record (counted malformed) */
 };
 
@@ -30,8 +30,8 @@ void kagg__free(struct kagg *k);
 int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size,
 		int (*count)(void *ctx, const void *data, size_t size), void *ctx);
 /* The profile's per-stack hook (profile_opts.on_stack) while kagg__first counts. */
-void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h,
-		    size_t size, uint32_t proc, const uint32_t *ids, uint32_t n);
+void kagg__on_stack(void *ctx, const struct profile *p, const struct pw_sample_hdr *h, size_t size,
+		    uint32_t proc, const uint32_t *ids, uint32_t n);
 /* One drained count of generation `gen` into p. 0 or -ENOMEM. */
 int kagg__credit(struct kagg *k, struct profile *p, uint32_t gen, const struct pw_agg_key *key,
 		 const struct pw_agg_val *val);

@@ -10,9 +10,9 @@
 #include "profile/offcpu.h"
 
 struct held {
-	uint32_t tid;	/* 0: a free slot */
+	uint32_t tid; /* 0: a free slot */
 	uint32_t next_free;
-	void *rec;	/* a copy of the sample record */
+	void *rec; /* a copy of the sample record */
 	size_t size;
 	uint64_t counted_ns; /* of its wait, already counted while it went on */
 };
@@ -143,8 +143,8 @@ int offcpu__hold(struct offcpu *o, const void *data, size_t size)
 
 /* Emit slot `id` weighing `ns` off CPU, if long enough, and release it. `block` is why it
  * was off CPU, or PW_BLOCK__COUNT for a thread still waiting at the end. */
-static int complete(struct offcpu *o, uint32_t id, uint64_t ns, uint32_t block,
-		    offcpu_emit_fn emit, void *ctx)
+static int complete(struct offcpu *o, uint32_t id, uint64_t ns, uint32_t block, offcpu_emit_fn emit,
+		    void *ctx)
 {
 	struct held *h = &o->slots[id];
 	struct pw_sample_hdr *hdr = h->rec;
@@ -197,8 +197,7 @@ int offcpu__count_open(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, v
 	return 0;
 }
 
-int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit,
-		   void *ctx)
+int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit, void *ctx)
 {
 	struct pw_offcpu_rec r;
 	struct pw_sample_hdr *hdr;
@@ -225,8 +224,8 @@ int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_
 		release(o, id);
 		return 0;
 	}
-	return complete(o, id, r.off_ns, r.block < PW_BLOCK__COUNT ? r.block : PW_BLOCK_OTHER,
-			emit, ctx);
+	return complete(o, id, r.off_ns, r.block < PW_BLOCK__COUNT ? r.block : PW_BLOCK_OTHER, emit,
+			ctx);
 }
 
 int offcpu__flush(struct offcpu *o, uint64_t now_ns, offcpu_emit_fn emit, void *ctx)

@@ -12,16 +12,16 @@
 #include "abi.h"
 
 struct offcpu_stats {
-	uint64_t held;	       /* stacks shipped at a switch-out */
-	uint64_t counted;      /* resumed, weighed by their time off CPU and counted */
-	uint64_t short_blocks; /* off CPU for less than --min-block: not counted */
-	uint64_t open_at_end;  /* still off CPU when sampling stopped: counted up to then */
-	uint64_t open_ns;      /* their time off CPU (why is not known: they never woke) */
-	uint64_t replaced;     /* the thread left again before its resumption was seen
+	uint64_t held;		      /* stacks shipped at a switch-out */
+	uint64_t counted;	      /* resumed, weighed by their time off CPU and counted */
+	uint64_t short_blocks;	      /* off CPU for less than --min-block: not counted */
+	uint64_t open_at_end;	      /* still off CPU when sampling stopped: counted up to then */
+	uint64_t open_ns;	      /* their time off CPU (why is not known: they never woke) */
+	uint64_t replaced;	      /* the thread left again before its resumption was seen
 				* (the record was lost): not counted */
-	uint64_t over_budget;  /* no room to hold it: not counted */
-	uint64_t ended;	       /* resumed in another lifetime of its PID: not counted */
-	uint64_t unpaired;     /* resumptions without a held stack (their stack was
+	uint64_t over_budget;	      /* no room to hold it: not counted */
+	uint64_t ended;		      /* resumed in another lifetime of its PID: not counted */
+	uint64_t unpaired;	      /* resumptions without a held stack (their stack was
 				* rejected, or shipped before pywalk listened) */
 	uint64_t ns[PW_BLOCK__COUNT]; /* time counted, by why the thread was off CPU */
 	/* --min-block: waits in a system call, walked at its exit and weighed there (not
@@ -45,8 +45,7 @@ typedef int (*offcpu_emit_fn)(void *ctx, const void *data, size_t size);
 
 /* A resumption record (PW_REC_OFFCPU): emits the held stack it completes, if it is long
  * enough. 0 or the emitter's error. */
-int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit,
-		   void *ctx);
+int offcpu__resume(struct offcpu *o, const void *data, size_t size, offcpu_emit_fn emit, void *ctx);
 
 /* Waits still going on at now_ns count up to now (and the rest when they end): a hung
  * thread shows in a live view and in each of the agent's windows, each window with its own

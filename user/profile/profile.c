@@ -90,8 +90,8 @@ struct profile {
 	struct intern threads; /* struct thread_name, by (proc, tid) */
 	struct intern fcache;  /* struct frame_cache_entry, by (sym, instr) */
 	size_t fcache_max;
-	struct intern kcache;  /* struct kcache_entry, by address; bounded as fcache */
-	uint32_t kernel_map;   /* the kernel's mapping id, 0 until a kernel frame needs it */
+	struct intern kcache; /* struct kcache_entry, by address; bounded as fcache */
+	uint32_t kernel_map;  /* the kernel's mapping id, 0 until a kernel frame needs it */
 
 	/* Python frames, kernel frames and an off-CPU stack's pseudo-frame */
 	uint32_t ids[PW_MAX_FRAMES_CAP + PW_KSTACK_MAX + 1];
@@ -247,8 +247,10 @@ void profile__target_gone(struct profile *p, uint32_t id)
 
 static struct symtab_target symtab_target_of(const struct proc *pr)
 {
-	return (struct symtab_target){ .id = pr->shown.target, .pid = pr->shown.pid,
-				       .code_type = pr->code_type, .lay = &pr->lay };
+	return (struct symtab_target){ .id = pr->shown.target,
+				       .pid = pr->shown.pid,
+				       .code_type = pr->code_type,
+				       .lay = &pr->lay };
 }
 
 /* `src` cut to fit `size` bytes at a character boundary, marked with '…' when cut. */
@@ -366,12 +368,13 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
 	uint32_t func;
 
 	if (id >= 0)
-		return ((const struct frame_cache_entry *)intern_at(&p->fcache, (size_t)id))->frame_id;
+		return ((const struct frame_cache_entry *)intern_at(&p->fcache, (size_t)id))
+			->frame_id;
 	func = symtab__func(p->symtab, sym);
 	/* by function: every line of a function is one frame, named by where it starts */
 	fid = agg__frame_id(p->agg, func,
-			    p->opts.by_function ? symtab__func_firstline(p->symtab, func) :
-						  symtab__line(p->symtab, sym, instr));
+			    p->opts.by_function ? symtab__func_firstline(p->symtab, func)
+						: symtab__line(p->symtab, sym, instr));
 	if (fid < 0)
 		return fid;
 	/* a cache, not the profile: starting over costs only lookups */
@@ -386,8 +389,10 @@ static int64_t frame_id(struct profile *p, int64_t sym, uint32_t instr)
  * keep the kernel and its modules. */
 static int64_t kernel_mapping(struct profile *p)
 {
-	struct symtab_mapping m = { .kind = FRAME_KERNEL, .path = SYMTAB_KERNEL_MAPPING,
-				    .start = 1ull << 63, .limit = UINT64_MAX };
+	struct symtab_mapping m = { .kind = FRAME_KERNEL,
+				    .path = SYMTAB_KERNEL_MAPPING,
+				    .start = 1ull << 63,
+				    .limit = UINT64_MAX };
 	int64_t id;
 
 	if (p->kernel_map)
@@ -540,8 +545,8 @@ static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_
 	err = grow_array((void **)&p->events, &p->events_cap, p->nevents + 1, sizeof(*p->events));
 	if (err)
 		return err;
-	p->events[p->nevents++] = (struct profile_event){ .end_ns = end_ns, .dur_ns = dur_ns,
-							  .stack = stack };
+	p->events[p->nevents++] =
+		(struct profile_event){ .end_ns = end_ns, .dur_ns = dur_ns, .stack = stack };
 	return 0;
 }
 
@@ -549,8 +554,11 @@ static int note_event(struct profile *p, uint64_t end_ns, uint64_t dur_ns, size_
  * table names it) at its address in its module's mapping; a negative errno */
 static int64_t native_frame(struct profile *p, const struct native_frame *f)
 {
-	struct symtab_mapping m = { .kind = FRAME_NATIVE, .path = f->path, .start = f->start,
-				    .limit = f->limit, .build_id_len = f->build_id_len };
+	struct symtab_mapping m = { .kind = FRAME_NATIVE,
+				    .path = f->path,
+				    .start = f->start,
+				    .limit = f->limit,
+				    .build_id_len = f->build_id_len };
 	char name[512];
 	int64_t func, map;
 
@@ -574,11 +582,11 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	int m;
 
 	if (ns->status != NATIVE_OK) {
-		p->drops.n[ns->status == NATIVE_MALFORMED    ? PROFILE_DROP_MALFORMED :
-			   ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED :
-			   ns->status == NATIVE_MISMATCH     ? PROFILE_DROP_NATIVE_MISMATCH :
-			   ns->status == NATIVE_DEEP	     ? PROFILE_DROP_NATIVE_DEEP :
-							       PROFILE_DROP_NATIVE_INCOMPLETE]++;
+		p->drops.n[ns->status == NATIVE_MALFORMED      ? PROFILE_DROP_MALFORMED
+			   : ns->status == NATIVE_EVAL_UNNAMED ? PROFILE_DROP_NATIVE_EVAL_UNNAMED
+			   : ns->status == NATIVE_MISMATCH     ? PROFILE_DROP_NATIVE_MISMATCH
+			   : ns->status == NATIVE_DEEP	       ? PROFILE_DROP_NATIVE_DEEP
+							       : PROFILE_DROP_NATIVE_INCOMPLETE]++;
 		return 1;
 	}
 	for (uint32_t i = 0; i < ns->n; i++)
@@ -599,8 +607,8 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 		return 1;
 	}
 	for (int i = 0; i < m; i++) {
-		int64_t fid = p->merged[i].python ? p->ids[p->merged[i].index] :
-						    native_frame(p, &ns->f[p->merged[i].index]);
+		int64_t fid = p->merged[i].python ? p->ids[p->merged[i].index]
+						  : native_frame(p, &ns->f[p->merged[i].index]);
 
 		if (fid < 0)
 			return (int)fid;
@@ -659,10 +667,10 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		if (sym < 0) {
 			/* never guess: a stack with an unreadable or since-replaced code object
 			 * is not counted */
-			p->drops.n[sym == -ESTALE ? PROFILE_DROP_STALE :
-				    sym == -EINVAL ? PROFILE_DROP_NOT_CODE :
-				    sym == -ESRCH  ? PROFILE_DROP_EXITED :
-						     PROFILE_DROP_UNREADABLE]++;
+			p->drops.n[sym == -ESTALE   ? PROFILE_DROP_STALE
+				   : sym == -EINVAL ? PROFILE_DROP_NOT_CODE
+				   : sym == -ESRCH  ? PROFILE_DROP_EXITED
+						    : PROFILE_DROP_UNREADABLE]++;
 			return 0;
 		}
 		if (symtab__is_shim(p->symtab, sym))
@@ -713,10 +721,11 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 		probe = 0; /* time off CPU, counted with the sampler's stacks (wall) */
 	else if (probe == 0 && p->opts.value == PROFILE_VALUE_WALL_NS)
 		weight *= sample_period_ns(p); /* a sample stands for a period on CPU */
-	err = agg__add_at(p->agg,
-			  &(struct agg_who){ .proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid,
-					     .probe = probe },
-			  ids, n, weight, &stack);
+	err = agg__add_at(
+		p->agg,
+		&(struct agg_who){
+			.proc = (uint32_t)proc, .pid = h->pid, .tid = h->tid, .probe = probe },
+		ids, n, weight, &stack);
 	if (!err && p->opts.timeline)
 		err = note_event(p, h->time_ns, event_ns(p, h->probe, weight), stack);
 	if (!err && p->opts.on_stack)
@@ -742,15 +751,15 @@ static int add_code(struct profile *p, const struct pw_code_hdr *h, size_t size)
 	if (!p->owns_symtab)
 		return 0; /* the owner of the shared cache takes it */
 	{
-	int64_t proc = proc_index(p, h->target);
-	struct symtab_target st;
-	int err;
+		int64_t proc = proc_index(p, h->target);
+		struct symtab_target st;
+		int err;
 
-	if (proc < 0 || proc_at(p, (size_t)proc)->shown.gone)
-		return 0; /* a sample that needs it is counted when it comes */
-	st = symtab_target_of(proc_at(p, (size_t)proc));
-	err = symtab__add_record(p->symtab, &st, h, size);
-	return err == -ENOMEM ? err : 0;
+		if (proc < 0 || proc_at(p, (size_t)proc)->shown.gone)
+			return 0; /* a sample that needs it is counted when it comes */
+		st = symtab_target_of(proc_at(p, (size_t)proc));
+		err = symtab__add_record(p->symtab, &st, h, size);
+		return err == -ENOMEM ? err : 0;
 	}
 }
 

@@ -67,7 +67,7 @@ struct profile_process {
 	char container[65];
 	char python[16]; /* "3.12.1", "3.14.7t" for a free-threaded build */
 	bool free_threaded;
-	char service[129]; /* service name for fleet back ends (sanitized) */
+	char service[129];  /* service name for fleet back ends (sanitized) */
 	bool service_asked; /* named by its own environment, not guessed from its command */
 };
 
@@ -75,16 +75,16 @@ struct profile_process {
 /* Why a shipped stack was not counted: one bucket each, named in the summary and in the
  * agent's metrics. */
 enum profile_drop {
-	PROFILE_DROP_EXITED,	 /* a code object unread when its process had exited */
-	PROFILE_DROP_UNREADABLE, /* a code object unreadable in a process still there */
-	PROFILE_DROP_NOT_CODE,	 /* no code object at that address any more (freed) */
-	PROFILE_DROP_STALE,	 /* another code object took the sampled one's address */
-	PROFILE_DROP_MALFORMED,	 /* record shorter than it claims */
-	PROFILE_DROP_UNTRACKED,	 /* of a process (target id) never tracked */
-	PROFILE_DROP_NO_KSTACK,	 /* its kernel stack record never came (--kernel) */
-	PROFILE_DROP_NO_USTACK,	 /* its native stack record never came (--native) */
-	PROFILE_DROP_NATIVE_INCOMPLETE, /* --native: the unwind stopped short of the root */
-	PROFILE_DROP_NATIVE_MISMATCH,	/* --native: eval activations and entry frames differ */
+	PROFILE_DROP_EXITED,		  /* a code object unread when its process had exited */
+	PROFILE_DROP_UNREADABLE,	  /* a code object unreadable in a process still there */
+	PROFILE_DROP_NOT_CODE,		  /* no code object at that address any more (freed) */
+	PROFILE_DROP_STALE,		  /* another code object took the sampled one's address */
+	PROFILE_DROP_MALFORMED,		  /* record shorter than it claims */
+	PROFILE_DROP_UNTRACKED,		  /* of a process (target id) never tracked */
+	PROFILE_DROP_NO_KSTACK,		  /* its kernel stack record never came (--kernel) */
+	PROFILE_DROP_NO_USTACK,		  /* its native stack record never came (--native) */
+	PROFILE_DROP_NATIVE_INCOMPLETE,	  /* --native: the unwind stopped short of the root */
+	PROFILE_DROP_NATIVE_MISMATCH,	  /* --native: eval activations and entry frames differ */
 	PROFILE_DROP_NATIVE_EVAL_UNNAMED, /* --native: no symbol covers the eval loop */
 	PROFILE_DROP_NATIVE_DEEP, /* --native: more eval activations than a record matches */
 	PROFILE_DROP__COUNT

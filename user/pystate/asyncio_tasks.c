@@ -210,7 +210,8 @@ static int read_name(const struct reader *r, uint64_t obj, char *out, size_t siz
 		if (err)
 			return err;
 		v = (uint64_t)(digit[0] & 0x3fffffff) | (uint64_t)(digit[1] & 0x3fffffff) << 30;
-		snprintf(out, size, "Task-%s%llu", (tag & 3) == 2 ? "-" : "", (unsigned long long)v);
+		snprintf(out, size, "Task-%s%llu", (tag & 3) == 2 ? "-" : "",
+			 (unsigned long long)v);
 		return 0;
 	}
 	if (!(flags & TPF_UNICODE))
@@ -226,8 +227,9 @@ static int read_name(const struct reader *r, uint64_t obj, char *out, size_t siz
 		return -EPROTO;
 	{
 		uint64_t n = length < PYTHREADS_NAME_CHARS ? length : PYTHREADS_NAME_CHARS;
-		uint64_t at = obj + (((state >> (o->str_kind_shift + 4)) & 1) ? o->str_ascii_data :
-										 o->str_compact_data);
+		uint64_t at =
+			obj + (((state >> (o->str_kind_shift + 4)) & 1) ? o->str_ascii_data
+									: o->str_compact_data);
 
 		if (n && (err = read_target(data, (uint32_t)(n * kind), at)))
 			return err;
@@ -255,16 +257,15 @@ static int frame_record(struct reader *r, const uint8_t *f, struct pw_frame *out
 		 * as the sampler proves it; in no copy it is no line */
 		uint32_t instr;
 
-		out->instr = pw_tlbc_instr(&r->cfg, f, code, ip, &instr) == PW_OUT__CONTINUE ?
-				     instr :
-				     PW_INSTR_NONE;
+		out->instr = pw_tlbc_instr(&r->cfg, f, code, ip, &instr) == PW_OUT__CONTINUE
+				     ? instr
+				     : PW_INSTR_NONE;
 	} else {
-		out->instr = ip >= start && ip - start < 0x1fffffffeull ?
-				     (uint32_t)((ip - start) >> 1) :
-				     PW_INSTR_NONE;
+		out->instr = ip >= start && ip - start < 0x1fffffffeull
+				     ? (uint32_t)((ip - start) >> 1)
+				     : PW_INSTR_NONE;
 	}
-	return pw_frame_tag(r->mem, &r->cfg, code, 0, &out->tag) == PW_OUT__CONTINUE ? 0 :
-										      -EFAULT;
+	return pw_frame_tag(r->mem, &r->cfg, code, 0, &out->tag) == PW_OUT__CONTINUE ? 0 : -EFAULT;
 }
 
 /* A suspended task's coroutine chain: its coroutine's frame, then, while it waits in
@@ -374,8 +375,8 @@ static void read_awaiters(struct reader *r, const uint8_t *task, struct async_ta
 		return;
 	}
 	if (rd64(ab + a->set_used, &used) || rd64(ab + a->set_mask, &mask) ||
-	    rd64(ab + a->set_table, &table) || mask >= ASYNC_MAX_SET_TABLE ||
-	    ((mask + 1) & mask) || used > mask + 1) {
+	    rd64(ab + a->set_table, &table) || mask >= ASYNC_MAX_SET_TABLE || ((mask + 1) & mask) ||
+	    used > mask + 1) {
 		k->awaiters_unreadable = true;
 		return;
 	}
@@ -400,8 +401,7 @@ static void read_awaiters(struct reader *r, const uint8_t *task, struct async_ta
 }
 
 static int keep(struct async_task *k);
-static void read_chain(struct reader *r, uint64_t tstate, uint64_t coro,
-		       struct async_task *k);
+static void read_chain(struct reader *r, uint64_t tstate, uint64_t coro, struct async_task *k);
 
 static int read_task(struct reader *r, uint64_t addr, uint64_t thread_id, uint64_t tstate,
 		     uint64_t running, struct async_task *k)
@@ -412,8 +412,7 @@ static int read_task(struct reader *r, uint64_t addr, uint64_t thread_id, uint64
 	memset(k, 0, sizeof(*k));
 	k->addr = addr;
 	k->thread_id = thread_id;
-	if (read_target(r->task_img, (uint32_t)r->tab.task_size, addr) ||
-	    !img[r->tab.task_is_task])
+	if (read_target(r->task_img, (uint32_t)r->tab.task_size, addr) || !img[r->tab.task_is_task])
 		return -EFAULT;
 	k->frames = r->frames;
 	k->awaiters = r->awaiters;
@@ -485,7 +484,8 @@ static int read_list(struct reader *r, uint64_t head, uint64_t thread_id, uint64
 			return 0;
 		}
 		if (out->ntasks < ASYNC_MAX_TASKS) {
-			err = read_task(r, task, thread_id, tstate, running, &out->tasks[out->ntasks]);
+			err = read_task(r, task, thread_id, tstate, running,
+					&out->tasks[out->ntasks]);
 			if (err == -ENOMEM)
 				return err;
 			if (err) {

@@ -148,11 +148,12 @@ static int pause_all(pid_t pid, struct task_list *held, char *why, size_t why_si
 				if (errno == ESRCH)
 					continue; /* the thread ended */
 				err = -errno;
-				snprintf(why, why_size,
-					 "cannot pause PID %d: %s (is it being traced already, by a "
-					 "debugger or another profiler? --nonblocking reads it without "
-					 "pausing)",
-					 pid, strerror(errno));
+				snprintf(
+					why, why_size,
+					"cannot pause PID %d: %s (is it being traced already, by a "
+					"debugger or another profiler? --nonblocking reads it without "
+					"pausing)",
+					pid, strerror(errno));
 				return err;
 			}
 			held->state[held->n] = now.state[i];
@@ -289,10 +290,11 @@ static int read_threads(struct dump *d, const struct pw_proc *cfg, uint32_t max_
 		if (here && (!n || states[n - 1] != here)) {
 			/* more than the threads it may have: a thread list that loops, or lies */
 			if (n == MAX_THREADS) {
-				snprintf(why, why_size,
-					 "PID %d has more than %d thread states, the most pywalk dump "
-					 "handles",
-					 d->t.pid, MAX_THREADS);
+				snprintf(
+					why, why_size,
+					"PID %d has more than %d thread states, the most pywalk dump "
+					"handles",
+					d->t.pid, MAX_THREADS);
 				return -E2BIG;
 			}
 			states[n++] = here;
@@ -385,7 +387,8 @@ static int keep_best(struct dump *best, struct dump *d)
 static bool any_torn(const struct dump *d)
 {
 	for (size_t i = 0; i < d->nthreads; i++)
-		if (d->threads[i].outcome == PW_OUT_TORN || d->threads[i].outcome == PW_OUT_READ_FAULT)
+		if (d->threads[i].outcome == PW_OUT_TORN ||
+		    d->threads[i].outcome == PW_OUT_READ_FAULT)
 			return true;
 	return false;
 }
@@ -424,8 +427,7 @@ static int read_async(struct dump *d, uint32_t max_depth)
 	return err;
 }
 
-int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why,
-		 size_t why_size)
+int dump_process(pid_t pid, const struct dump_opts *o, struct dump *d, char *why, size_t why_size)
 {
 	uint32_t max_depth = o->max_depth ? o->max_depth : PW_DEFAULT_MAX_DEPTH;
 	struct task_list *tasks = calloc(1, sizeof(*tasks));
@@ -516,8 +518,8 @@ void dump_free(struct dump *d)
 	memset(d, 0, sizeof(*d));
 }
 
-int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
-		       uint64_t time_ns, void *buf, size_t size)
+int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth, uint64_t time_ns,
+		       void *buf, size_t size)
 {
 	struct pw_proc cfg = target_config(t);
 	struct pw_sample_hdr *h = buf;
@@ -539,8 +541,9 @@ int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
 		uint64_t here = tf.tstate, id = 0;
 		struct dump_thread th = { 0 };
 
-		if (here && !read_target(&id, cfg.thread_match == PW_MATCH_NATIVE_TID ? 4 : 8,
-					 here + cfg.off.tstate_thread_id) &&
+		if (here &&
+		    !read_target(&id, cfg.thread_match == PW_MATCH_NATIVE_TID ? 4 : 8,
+				 here + cfg.off.tstate_thread_id) &&
 		    tid_of(&d, tasks, id, &cfg) == tid) {
 			uint32_t n = max_depth;
 			struct run_mark before, after;
@@ -553,18 +556,23 @@ int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
 			walk_thread(&cfg, here, n, &th);
 			/* a stack of one instant only if the thread did not run meanwhile */
 			if (th.outcome != PW_OUT_SHIPPED || !run_mark(t->pid, tid, &after) ||
-			    before.state == 'R' || after.state == 'R' || before.slices != after.slices)
+			    before.state == 'R' || after.state == 'R' ||
+			    before.slices != after.slices)
 				break;
 			/* asleep, as the kernel would have said at its switch-out */
 			uint16_t block = before.state == 'D' ? PW_BLOCK_IO : PW_BLOCK_SLEEP;
 
-			*h = (struct pw_sample_hdr){ .kind = PW_REC_SAMPLE,
-						     .nframes = (uint16_t)th.nframes,
-						     .flags = (uint16_t)(th.gil |
-									 block << PW_SF_BLOCK_SHIFT),
-						     .time_ns = time_ns, .tstate = here,
-						     .pid = (__u32)t->pid, .tid = (__u32)tid,
-						     .target = t->id, .probe = PW_PROBE_OFFCPU };
+			*h = (struct pw_sample_hdr){
+				.kind = PW_REC_SAMPLE,
+				.nframes = (uint16_t)th.nframes,
+				.flags = (uint16_t)(th.gil | block << PW_SF_BLOCK_SHIFT),
+				.time_ns = time_ns,
+				.tstate = here,
+				.pid = (__u32)t->pid,
+				.tid = (__u32)tid,
+				.target = t->id,
+				.probe = PW_PROBE_OFFCPU
+			};
 			len = (int)(sizeof(*h) + th.nframes * sizeof(struct pw_frame));
 			break;
 		}

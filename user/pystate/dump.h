@@ -19,15 +19,15 @@
 #include "inspect/target.h"
 
 struct dump_thread {
-	pid_t tid;	     /* host tid; 0 when it could not be matched */
-	uint64_t thread_id;  /* what the thread state says: native tid or pthread id */
-	char name[64];	     /* comm (raw bytes from the kernel) */
+	pid_t tid;			  /* host tid; 0 when it could not be matched */
+	uint64_t thread_id;		  /* what the thread state says: native tid or pthread id */
+	char name[64];			  /* comm (raw bytes from the kernel) */
 	char pyname[PYTHREADS_NAME_SIZE]; /* threading's name for it, "" when none */
-	char state;	     /* /proc/PID/task/TID/stat state: R, S, D, T, ... (0: unknown) */
-	char wchan[64];	     /* the kernel function it waits in ("" when running/unknown) */
-	int outcome;	     /* PW_OUT_SHIPPED, or why its stack is not shown */
-	bool moved;	     /* not paused: it ran while it was read (outcome TORN) */
-	uint16_t gil;	     /* PW_SF_GIL_* as the sampler would say (0: cannot tell) */
+	char state;	/* /proc/PID/task/TID/stat state: R, S, D, T, ... (0: unknown) */
+	char wchan[64]; /* the kernel function it waits in ("" when running/unknown) */
+	int outcome;	/* PW_OUT_SHIPPED, or why its stack is not shown */
+	bool moved;	/* not paused: it ran while it was read (outcome TORN) */
+	uint16_t gil;	/* PW_SF_GIL_* as the sampler would say (0: cannot tell) */
 	uint32_t nframes;
 	struct pw_frame *frames; /* leaf first */
 };
@@ -40,8 +40,8 @@ struct dump {
 	unsigned int attempts; /* reads of the thread states it took (not paused: retries) */
 	int names_err;	       /* reading the Python thread names: 0 or a negative errno */
 	struct pythreads_result names;
-	bool async_refused;	/* --async for a Python without the table: nothing read */
-	bool async_read;	/* --async: aio holds the tasks of the same instant */
+	bool async_refused; /* --async for a Python without the table: nothing read */
+	bool async_read;    /* --async: aio holds the tasks of the same instant */
 	struct async_tasks aio;
 };
 
@@ -60,7 +60,7 @@ void dump_free(struct dump *d);
  * that is asleep: its stack cannot move), as the sample record the BPF side would have
  * shipped at its switch-out: probe PW_PROBE_OFFCPU, weight 0, time `time_ns`. Returns the
  * record's size, 0 when the thread has no complete Python stack, or a negative errno. */
-int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth,
-		       uint64_t time_ns, void *buf, size_t size);
+int dump_thread_record(const struct target *t, pid_t tid, uint32_t max_depth, uint64_t time_ns,
+		       void *buf, size_t size);
 
 #endif

@@ -38,8 +38,7 @@
 /* The attribute and key names looked for; a dict key's address is remembered with which
  * of them it is (or none), since Thread instances share one keys object. */
 enum wanted { W_THREADING, W_ACTIVE, W_NAME, W_NATIVE_ID, W__COUNT, W_NONE = W__COUNT };
-static const char *const wanted_names[W__COUNT] = { "threading", "_active", "_name",
-						    "_native_id" };
+static const char *const wanted_names[W__COUNT] = { "threading", "_active", "_name", "_native_id" };
 #define MEMO_SIZE 256
 
 struct reader {
@@ -129,8 +128,8 @@ static int str_header(struct reader *r, uint64_t obj, unsigned int *kind, uint64
 	*kind = (state >> s->str_kind_shift) & 7;
 	if (!((state >> (s->str_kind_shift + 3)) & 1) || (*kind != 1 && *kind != 2 && *kind != 4))
 		return -EPROTO; /* not compact, or not a str */
-	*data = obj + (((state >> (s->str_kind_shift + 4)) & 1) ? s->str_ascii_data :
-								  s->str_compact_data);
+	*data = obj + (((state >> (s->str_kind_shift + 4)) & 1) ? s->str_ascii_data
+								: s->str_compact_data);
 	return 0;
 }
 
@@ -459,7 +458,7 @@ int pythreads_read(struct pythreads_src *src, struct pythread_name *out, size_t 
 		return -ENOMEM;
 	r->src = src;
 	r->max_reads = src->max_reads && src->max_reads < PYTHREADS_MAX_READS ? src->max_reads
-									     : PYTHREADS_MAX_READS;
+									      : PYTHREADS_MAX_READS;
 	if (!src->mod.interp_modules || src->minor < 10 || src->minor > 15 ||
 	    (src->ob_type != OB_TYPE && src->ob_type != OB_TYPE + 16)) {
 		free(r);

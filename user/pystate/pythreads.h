@@ -29,8 +29,8 @@ typedef int (*pythreads_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len
 struct pythreads_src {
 	pythreads_read_fn read;
 	void *ctx;
-	unsigned int minor;	  /* 3.10 .. 3.15 */
-	uint64_t runtime_addr;	  /* _PyRuntime */
+	unsigned int minor;    /* 3.10 .. 3.15 */
+	uint64_t runtime_addr; /* _PyRuntime */
 	uint16_t runtime_interp_head, interp_next;
 	struct py_modlayout mod;
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
@@ -50,11 +50,11 @@ struct pythread_name {
 
 /* What one read found, for the user's counts. */
 struct pythreads_result {
-	size_t nthreads;    /* entries of _active */
-	size_t named;	    /* of them, with a name and a native id */
-	size_t unreadable;  /* of them, whose name or native id could not be read */
-	size_t reads;	    /* memory reads made */
-	bool cut;	    /* a read was refused (max_reads): threads may be missing */
+	size_t nthreads;   /* entries of _active */
+	size_t named;	   /* of them, with a name and a native id */
+	size_t unreadable; /* of them, whose name or native id could not be read */
+	size_t reads;	   /* memory reads made */
+	bool cut;	   /* a read was refused (max_reads): threads may be missing */
 };
 
 /* The pythreads_src for an inspected target, reading through /proc (proc_read_mem). */

@@ -55,8 +55,7 @@ bool debugfile_dir_of(const char *file, char *buf, size_t size)
 bool debugfile_build_id_path(const uint8_t *id, size_t len, char *buf, size_t size)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t need = sizeof(".build-id/") - 1 + 2 + 1 + 2 * (len ? len - 1 : 0) +
-		      sizeof(".debug");
+	size_t need = sizeof(".build-id/") - 1 + 2 + 1 + 2 * (len ? len - 1 : 0) + sizeof(".debug");
 	size_t j;
 
 	/* a GNU build-id is 8 to 64 bytes; 2 of them make no file name */
@@ -165,8 +164,8 @@ static int try_candidate(int rootfd, const char *path, const struct debugfile_wa
 	fd = debugfile_open_in(rootfd, path, DEBUGFILE_MAX, size);
 	if (fd < 0)
 		return fd;
-	if (w->build_id && w->build_id_len ? has_build_id(fd, w->build_id, w->build_id_len) :
-	    !debugfile_crc(fd, *size, &crc) && crc == w->crc)
+	if (w->build_id && w->build_id_len ? has_build_id(fd, w->build_id, w->build_id_len)
+					   : !debugfile_crc(fd, *size, &crc) && crc == w->crc)
 		return fd;
 	close(fd);
 	return -ESTALE;
@@ -185,12 +184,12 @@ int debugfile_find(const struct debugfile_want *w, char **name, uint64_t *size)
 		const char *fmt;
 		bool by_link;
 	} cands[] = {
-		{ ROOT_PROC_DEBUG, "%s", false },	 { ROOT_HOST_DEBUG, "%s", false },
-		{ ROOT_PROC, "%s/%s", true },		 { ROOT_PROC, "%s/.debug/%s", true },
-		{ ROOT_PROC_DEBUG, "%s/%s", true },	 { ROOT_HOST_DEBUG, "%s/%s", true },
+		{ ROOT_PROC_DEBUG, "%s", false },   { ROOT_HOST_DEBUG, "%s", false },
+		{ ROOT_PROC, "%s/%s", true },	    { ROOT_PROC, "%s/.debug/%s", true },
+		{ ROOT_PROC_DEBUG, "%s/%s", true }, { ROOT_HOST_DEBUG, "%s/%s", true },
 	};
-	bool have_bid = w->build_id && debugfile_build_id_path(w->build_id, w->build_id_len, bid,
-							       sizeof(bid));
+	bool have_bid = w->build_id &&
+			debugfile_build_id_path(w->build_id, w->build_id_len, bid, sizeof(bid));
 	bool have_link = w->debuglink && debuglink_name_ok(w->debuglink) &&
 			 debugfile_dir_of(w->file, dir, sizeof(dir));
 

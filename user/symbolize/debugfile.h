@@ -38,10 +38,10 @@ int debugfile_crc(int fd, uint64_t size, uint32_t *crc);
 /* What a search needs to know of the binary. */
 struct debugfile_want {
 	pid_t pid;
-	const char *file;	  /* its path as the target sees it */
-	const char *debuglink;	  /* its .gnu_debuglink name, NULL if none */
-	uint32_t crc;		  /* the debuglink's CRC */
-	const uint8_t *build_id;  /* NULL: none */
+	const char *file;	 /* its path as the target sees it */
+	const char *debuglink;	 /* its .gnu_debuglink name, NULL if none */
+	uint32_t crc;		 /* the debuglink's CRC */
+	const uint8_t *build_id; /* NULL: none */
 	size_t build_id_len;
 };
 

@@ -185,10 +185,11 @@ bool kallsyms__lookup(const struct kallsyms *k, uint64_t addr, struct kallsyms_h
 
 bool kallsyms__is_bpf_glue(const struct kallsyms *k, uint64_t addr)
 {
-	static const char *const glue[] = { "bpf_trace_run", "__bpf_trace_", "__traceiter_",
-					    "trace_call_bpf", "bpf_dispatcher_", "__bpf_prog_",
-					    "perf_trace_", "bpf_get_stack", "perf_syscall_",
-					    "bpf_overflow_handler", "__perf_event_overflow" };
+	static const char *const glue[] = {
+		"bpf_trace_run",   "__bpf_trace_",	   "__traceiter_",	   "trace_call_bpf",
+		"bpf_dispatcher_", "__bpf_prog_",	   "perf_trace_",	   "bpf_get_stack",
+		"perf_syscall_",   "bpf_overflow_handler", "__perf_event_overflow"
+	};
 	struct kallsyms_hit hit;
 
 	if (!kallsyms__lookup(k, addr, &hit))

@@ -17,11 +17,11 @@
 struct kallsyms;
 
 struct kallsyms_stats {
-	size_t symbols;	   /* text symbols kept */
-	size_t skipped;	   /* lines that were no text symbol, or did not parse */
+	size_t symbols;	    /* text symbols kept */
+	size_t skipped;	    /* lines that were no text symbol, or did not parse */
 	size_t over_budget; /* text symbols left out past the byte budget */
-	size_t bytes;	   /* held */
-	bool restricted;   /* every address was zero: hidden from this reader */
+	size_t bytes;	    /* held */
+	bool restricted;    /* every address was zero: hidden from this reader */
 };
 
 /* Read `path` (KALLSYMS_PATH) within budget_bytes (0: KALLSYMS_DEFAULT_BUDGET). NULL with

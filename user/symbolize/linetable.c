@@ -9,13 +9,13 @@
 #include "symbolize/linetable.h"
 
 /* Location-table entry kinds (CPython's _PyCodeLocationInfoKind). */
-#define LOC_ONE_LINE0	10
-#define LOC_ONE_LINE2	12
-#define LOC_NO_COLUMNS	13
-#define LOC_LONG	14
-#define LOC_NONE	15
+#define LOC_ONE_LINE0 10
+#define LOC_ONE_LINE2 12
+#define LOC_NO_COLUMNS 13
+#define LOC_LONG 14
+#define LOC_NONE 15
 
-#define LOC_ENTRY_START	0x80	/* set on the first byte of an entry only */
+#define LOC_ENTRY_START 0x80 /* set on the first byte of an entry only */
 
 /*
  * Add a line delta and keep the running line inside int. |delta| < 2^32 and
@@ -36,8 +36,7 @@ static int line_add(int64_t *cur, int64_t delta)
  * delta of -128 means "no line" and leaves the running line untouched; other
  * deltas accumulate even over zero-length ranges. Ranges are half-open.
  */
-static int pep626_line_for(const uint8_t *t, size_t len, int firstlineno,
-			   uint32_t addrq, int *line)
+static int pep626_line_for(const uint8_t *t, size_t len, int firstlineno, uint32_t addrq, int *line)
 {
 	uint64_t off = (uint64_t)addrq * 2;
 	uint64_t end = 0;
@@ -58,7 +57,7 @@ static int pep626_line_for(const uint8_t *t, size_t len, int firstlineno,
 		}
 	}
 	if (i != len)
-		return -EINVAL;	/* dangling half pair */
+		return -EINVAL; /* dangling half pair */
 	return -ERANGE;
 }
 
@@ -81,7 +80,7 @@ static int read_varint(const uint8_t *t, size_t len, size_t *pos, uint32_t *val)
 		if (b & LOC_ENTRY_START)
 			return -EINVAL;
 		if (shift > 30 || (shift == 30 && (b & 0x3c)))
-			return -EINVAL;	/* more than 32 bits */
+			return -EINVAL; /* more than 32 bits */
 		v |= (uint32_t)(b & 63) << shift;
 		shift += 6;
 	} while (b & 64);
@@ -117,10 +116,10 @@ static int skip_bytes(const uint8_t *t, size_t len, size_t *pos, unsigned int n)
  * next byte with bit 7 set, as CPython's line lookup does), so a table cut in
  * the middle of an entry is reported as malformed.
  */
-static int location_line_for(const uint8_t *t, size_t len, int firstlineno,
-			     uint32_t addrq, int *line)
+static int location_line_for(const uint8_t *t, size_t len, int firstlineno, uint32_t addrq,
+			     int *line)
 {
-	uint64_t end = 0;	/* in code units */
+	uint64_t end = 0; /* in code units */
 	int64_t cur = firstlineno;
 	size_t pos = 0;
 	uint32_t u;
@@ -162,7 +161,7 @@ static int location_line_for(const uint8_t *t, size_t len, int firstlineno,
 		if (err)
 			return err;
 		if (pos < len && !(t[pos] & LOC_ENTRY_START))
-			return -EINVAL;	/* trailing junk inside the entry */
+			return -EINVAL; /* trailing junk inside the entry */
 		if (line_add(&cur, delta))
 			return -EINVAL;
 		/* Entries are visited in order, so addrq >= this entry's start. */
@@ -174,8 +173,8 @@ static int location_line_for(const uint8_t *t, size_t len, int firstlineno,
 	return -ERANGE;
 }
 
-int linetable_line_for(enum linetable_format fmt, const uint8_t *table, size_t len,
-		       int firstlineno, uint32_t addrq, int *line)
+int linetable_line_for(enum linetable_format fmt, const uint8_t *table, size_t len, int firstlineno,
+		       uint32_t addrq, int *line)
 {
 	if (!line || (!table && len))
 		return -EINVAL;

@@ -14,7 +14,7 @@
  * bytecode) of a code object whose first line is `firstlineno`. Returns 0 and sets *line;
  * *line = 0 when the table says the instruction has no line. Returns -ERANGE when addrq is
  * past the end of the table, -EINVAL for a malformed table. Never reads outside table[0..len). */
-int linetable_line_for(enum linetable_format fmt, const uint8_t *table, size_t len,
-		       int firstlineno, uint32_t addrq, int *line);
+int linetable_line_for(enum linetable_format fmt, const uint8_t *table, size_t len, int firstlineno,
+		       uint32_t addrq, int *line);
 
 #endif /* PYWALK_LINETABLE_H */

@@ -78,7 +78,7 @@ struct nproc {
 	uint64_t sps[NATIVE_MAX_FRAMES]; /* each frame's stack pointer, 0 when unknown */
 	bool act[NATIVE_MAX_FRAMES];
 	uint32_t npcs;
-	uint64_t used; /* bytes of the stack copy this unwind read */
+	uint64_t used;	  /* bytes of the stack copy this unwind read */
 	bool read_failed; /* it needed memory it did not have */
 };
 
@@ -102,8 +102,7 @@ struct native *native__new(uint64_t budget)
 	return n;
 }
 
-static int free_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
-		       void *arg)
+static int free_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start, void *arg)
 {
 	struct nmod *m = *user;
 
@@ -226,8 +225,7 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 #if defined(__x86_64__)
 	/* DWARF register numbers of x86-64 */
 	Dwarf_Word bx = r[PW_UREG_BX], bp_sp[2] = { r[PW_UREG_BP], r[PW_UREG_SP] };
-	Dwarf_Word r12_15[4] = { r[PW_UREG_R12], r[PW_UREG_R13], r[PW_UREG_R14],
-				 r[PW_UREG_R15] };
+	Dwarf_Word r12_15[4] = { r[PW_UREG_R12], r[PW_UREG_R13], r[PW_UREG_R14], r[PW_UREG_R15] };
 	/* rip as a register too: the PLT's CFI computes the CFA from it (DW_OP_breg16) */
 	Dwarf_Word ip = r[PW_UREG_IP];
 
@@ -484,12 +482,13 @@ static int vet_minidebug(pid_t pid, const char *path, int *fd, uint64_t size)
 		elf_end(e);
 	if (refuse) {
 		pw_debug("native: %d: %s: its MiniDebugInfo does not unpack within %llu bytes: "
-			 "not used\n", (int)pid, path, MINIDEBUG_MAX);
+			 "not used\n",
+			 (int)pid, path, MINIDEBUG_MAX);
 		if (pwrite(copy, renamed, sizeof(renamed), (off_t)name_off) != sizeof(renamed))
 			err = -EIO;
 	}
-	if (!err && fcntl(copy, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
-						 F_SEAL_SEAL))
+	if (!err &&
+	    fcntl(copy, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
 		err = -errno;
 	if (err) {
 		close(copy);
@@ -541,7 +540,8 @@ static int report_maps(struct native *n, struct nproc *p)
 			continue;
 		fd = proc_open_mapped_file(p->pid, m);
 		if (fd < 0) {
-			pw_debug("native: %d: cannot open %s: %s\n", (int)p->pid, m->path, strerror(-fd));
+			pw_debug("native: %d: cannot open %s: %s\n", (int)p->pid, m->path,
+				 strerror(-fd));
 			continue;
 		}
 		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -779,9 +779,12 @@ static const struct symindex *module_index(struct nproc *p, Dwfl_Module *mod)
 		int type = GELF_ST_TYPE(sym.st_info);
 
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
-		    !(type == STT_FUNC || type == STT_GNU_IFUNC || (type == STT_NOTYPE && sym.st_size)))
+		    !(type == STT_FUNC || type == STT_GNU_IFUNC ||
+		      (type == STT_NOTYPE && sym.st_size)))
 			continue;
-		e[kept++] = (struct sym_entry){ .lo = addr, .hi = addr + sym.st_size, .name = name,
+		e[kept++] = (struct sym_entry){ .lo = addr,
+						.hi = addr + sym.st_size,
+						.name = name,
 						.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL };
 	}
 	symindex__init(x, e, kept);
@@ -815,8 +818,8 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
 
 		slot->pc = look;
 		slot->symbol = mod ? symbol_at(p, mod, look) : NULL;
-		slot->module = mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) :
-				     "?";
+		slot->module =
+			mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : "?";
 		if (mod)
 			dwfl_module_getelf(mod, &bias);
 		slot->rel = pc - bias;
@@ -835,8 +838,7 @@ static void name_frame(struct nproc *p, uint64_t pc, bool act, struct native_fra
  * builds with function partitioning and no symbol table (Debian unstable's 3.13+) export
  * only a small piece of it; their activations run in unnamed code, and merging by the
  * names there would be a guess. */
-static int each_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start,
-		       void *arg)
+static int each_module(Dwfl_Module *mod, void **user, const char *name, Dwarf_Addr start, void *arg)
 {
 	int *named = arg, n = dwfl_module_getsymtab(mod);
 	bool whole = false, parts = false, found = false;
@@ -910,20 +912,20 @@ static enum native_status find_evals(struct native *n, struct nproc *p, const st
 	if (found != NATIVE_EVALS_FOUND) {
 		pw_debug("native: %u frames, %u entry frames%s: %s\n", out->n, u->nshims,
 			 ev.has_shims ? "" : " (none on the C stack)",
-			 found == NATIVE_EVALS_DEEP    ? "too many to match" :
-			 found == NATIVE_EVALS_UNNAMED ? "the eval loop has no name" :
-							 "they do not pair up with the frames");
-		return found == NATIVE_EVALS_DEEP     ? NATIVE_DEEP :
-		       found == NATIVE_EVALS_UNNAMED  ? NATIVE_EVAL_UNNAMED :
-							NATIVE_MISMATCH;
+			 found == NATIVE_EVALS_DEEP	 ? "too many to match"
+			 : found == NATIVE_EVALS_UNNAMED ? "the eval loop has no name"
+							 : "they do not pair up with the frames");
+		return found == NATIVE_EVALS_DEEP      ? NATIVE_DEEP
+		       : found == NATIVE_EVALS_UNNAMED ? NATIVE_EVAL_UNNAMED
+						       : NATIVE_MISMATCH;
 	}
 	for (uint32_t i = 0; i < out->n; i++)
 		out->f[i].is_eval = n->is_eval[i];
 	return NATIVE_OK;
 }
 
-void native__unwind(struct native *n, const struct pw_sample_hdr *h,
-		    const struct pw_stack_hdr *rec, struct native_stack *out)
+void native__unwind(struct native *n, const struct pw_sample_hdr *h, const struct pw_stack_hdr *rec,
+		    struct native_stack *out)
 {
 	uint64_t t0 = now_ns();
 	const struct pw_ustack *u = (const struct pw_ustack *)rec;
@@ -987,10 +989,11 @@ void native__unwind(struct native *n, const struct pw_sample_hdr *h,
 		pw_debug("native: %d/%d: unwind stopped after %u frames at 0x%llx (%s): %s\n",
 			 (int)h->pid, (int)h->tid, p->npcs,
 			 p->npcs ? (unsigned long long)p->pcs[p->npcs - 1] : 0ull,
-			 mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : "no module",
-			 p->read_failed ? "needed memory outside the stack copy (--native-stack)" :
-			 rc < 0		? dwfl_errmsg(-1) :
-					  "too deep");
+			 mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+			     : "no module",
+			 p->read_failed ? "needed memory outside the stack copy (--native-stack)"
+			 : rc < 0	? dwfl_errmsg(-1)
+					: "too deep");
 	}
 	n->stats.unwind_ns += now_ns() - t0;
 }

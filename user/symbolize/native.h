@@ -20,14 +20,14 @@
 /* What became of a sample's native stack. */
 enum native_status {
 	NATIVE_OK = 0,
-	NATIVE_MALFORMED,   /* its stack record does not hold together (profile: malformed) */
-	NATIVE_INCOMPLETE,  /* the unwind did not reach the thread's first frame */
+	NATIVE_MALFORMED,  /* its stack record does not hold together (profile: malformed) */
+	NATIVE_INCOMPLETE, /* the unwind did not reach the thread's first frame */
 	/* 3.10/3.11 (no entry frames on the C stack): the interpreter's symbols do not
 	 * cover its eval loop, so no activation can be told */
 	NATIVE_EVAL_UNNAMED,
-	NATIVE_MISMATCH,    /* its entry frames do not lie one to a native frame, or a
+	NATIVE_MISMATCH, /* its entry frames do not lie one to a native frame, or a
 			     * frame named eval holds none (native_find_evals) */
-	NATIVE_DEEP,	    /* more entry frames than the record carries (PW_USTACK_SHIMS) */
+	NATIVE_DEEP,	 /* more entry frames than the record carries (PW_USTACK_SHIMS) */
 };
 
 struct native_frame {
@@ -53,14 +53,14 @@ struct native_stack {
 };
 
 struct native_stats {
-	uint64_t unwound;      /* samples unwound to their first frame */
-	uint64_t incomplete;   /* unwinds that stopped short */
-	uint64_t unwind_ns;    /* time spent unwinding and naming */
-	uint64_t map_reloads;  /* maps re-read for an address outside every known module */
-	uint64_t stack_used;   /* most bytes above sp a complete unwind read (--native-stack) */
-	uint64_t peak_bytes;   /* most bytes the open processes held at once */
-	uint64_t budget;       /* the bound on them (native__new) */
-	uint64_t evicted;      /* processes closed for the budget or the process count */
+	uint64_t unwound;     /* samples unwound to their first frame */
+	uint64_t incomplete;  /* unwinds that stopped short */
+	uint64_t unwind_ns;   /* time spent unwinding and naming */
+	uint64_t map_reloads; /* maps re-read for an address outside every known module */
+	uint64_t stack_used;  /* most bytes above sp a complete unwind read (--native-stack) */
+	uint64_t peak_bytes;  /* most bytes the open processes held at once */
+	uint64_t budget;      /* the bound on them (native__new) */
+	uint64_t evicted;     /* processes closed for the budget or the process count */
 };
 
 struct native;
@@ -72,8 +72,8 @@ struct native *native__new(uint64_t budget);
 void native__free(struct native *n);
 /* The native stack of sample `h` from `rec`, the PW_REC_USTACK record paired with it
  * (user/symbolize/xstack.h: `rec->len` payload bytes follow it). */
-void native__unwind(struct native *n, const struct pw_sample_hdr *h,
-		    const struct pw_stack_hdr *rec, struct native_stack *out);
+void native__unwind(struct native *n, const struct pw_sample_hdr *h, const struct pw_stack_hdr *rec,
+		    struct native_stack *out);
 /* Process `pid` ended: its binaries are closed. */
 void native__forget(struct native *n, pid_t pid);
 const struct native_stats *native__stats(const struct native *n);

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-int native_merge(const bool *native_is_eval, uint32_t nnative, const bool *py_entry,
-		 uint32_t npy, struct merge_item *out, uint32_t cap)
+int native_merge(const bool *native_is_eval, uint32_t nnative, const bool *py_entry, uint32_t npy,
+		 struct merge_item *out, uint32_t cap)
 {
 	uint32_t evals = 0, groups = 0, n = 0, j = 0;
 
@@ -83,7 +83,8 @@ enum native_evals native_find_evals(const uint64_t *sp, const bool *named_eval, 
 	/* where names say too, they must agree: a frame named eval that ran no entry frame is
 	 * not an activation this walk saw (a forged name, or a view caught mid-call) */
 	for (uint32_t i = 0; i < n; i++)
-		if ((named_eval[i] && !is_eval[i]) || (ev->loop_named && is_eval[i] && !named_eval[i]))
+		if ((named_eval[i] && !is_eval[i]) ||
+		    (ev->loop_named && is_eval[i] && !named_eval[i]))
 			return NATIVE_EVALS_MISMATCH;
 	return NATIVE_EVALS_FOUND;
 }

@@ -55,7 +55,7 @@ enum native_evals native_find_evals(const uint64_t *sp, const bool *named_eval, 
  * Python frame j (root first) is the root-most one of its activation (frame 0 always is).
  * Writes at most `cap` items; returns how many, or -1 when the eval activations and the
  * Python activations do not pair up (or the merged stack exceeds cap). */
-int native_merge(const bool *native_is_eval, uint32_t nnative, const bool *py_entry,
-		 uint32_t npy, struct merge_item *out, uint32_t cap);
+int native_merge(const bool *native_is_eval, uint32_t nnative, const bool *py_entry, uint32_t npy,
+		 struct merge_item *out, uint32_t cap);
 
 #endif

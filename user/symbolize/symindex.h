@@ -13,7 +13,7 @@ struct sym_entry {
 	uint64_t lo, hi; /* [lo, hi); hi == lo: a symbol without a size */
 	const char *name;
 	const char *shown; /* the user's: name as shown once looked up (NULL until then) */
-	bool global; /* named where a same-address local alias is too: prefer it */
+	bool global;	   /* named where a same-address local alias is too: prefer it */
 };
 
 struct symindex {

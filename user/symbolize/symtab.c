@@ -32,7 +32,7 @@ struct func {
 struct code {
 	uint64_t addr;
 	uint32_t target, tag;
-	uint32_t gen;  /* bumped when the slot is freed: stale handles stop matching */
+	uint32_t gen; /* bumped when the slot is freed: stale handles stop matching */
 	uint32_t func;
 	int firstlineno;
 	uint8_t *linetable;
@@ -43,12 +43,13 @@ struct code {
 };
 
 struct symtab {
-	struct intern funcs;  /* struct func, by (name, file, kind) */
-	struct intern maps;   /* struct symtab_mapping (path owned; NULL: collected), by every field */
+	struct intern funcs; /* struct func, by (name, file, kind) */
+	struct intern
+		maps; /* struct symtab_mapping (path owned; NULL: collected), by every field */
 	struct strtab *files; /* file paths */
 	size_t func_bytes;
-	size_t nmaps_live;    /* mappings held (not collected), id 0 too */
-	size_t names_kept;    /* held_bytes() the last collection left */
+	size_t nmaps_live; /* mappings held (not collected), id 0 too */
+	size_t names_kept; /* held_bytes() the last collection left */
 
 	struct code *codes;
 	size_t ncodes, codes_cap;
@@ -215,7 +216,6 @@ char *symtab_decode_str(const uint8_t *data, size_t len, unsigned int kind, bool
 	return out;
 }
 
-
 /* Decode the str image `img` (len bytes of a str object from its start). When the image
  * holds fewer characters than the string has and `pid` is given, the rest is read from
  * the target at `addr`; failing that the name is cut and marked. NULL when it is not a
@@ -237,8 +237,8 @@ static char *str_from_image(const struct py_objlayout *lay, const uint8_t *img, 
 	kind = (state >> lay->str_kind_shift) & 7;
 	if (!((state >> (lay->str_kind_shift + 3)) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return NULL; /* not compact, or garbage */
-	data_off = ((state >> (lay->str_kind_shift + 4)) & 1) ? lay->str_ascii_data :
-							       lay->str_compact_data;
+	data_off = ((state >> (lay->str_kind_shift + 4)) & 1) ? lay->str_ascii_data
+							      : lay->str_compact_data;
 	want = length > SYMTAB_MAX_STR ? SYMTAB_MAX_STR : length;
 	have = len > data_off ? (len - data_off) / kind : 0;
 	if (have >= want)
@@ -260,8 +260,8 @@ static char *str_from_image(const struct py_objlayout *lay, const uint8_t *img, 
 static char *read_str(pid_t pid, const struct py_objlayout *lay, uint64_t addr)
 {
 	uint8_t img[PY_STR_HDR_MAX];
-	size_t len = lay->str_state + 4u > lay->str_length + 8u ? lay->str_state + 4u :
-								   lay->str_length + 8u;
+	size_t len = lay->str_state + 4u > lay->str_length + 8u ? lay->str_state + 4u
+								: lay->str_length + 8u;
 
 	/* the header only: str_from_image reads the characters */
 	if (!addr || len > sizeof(img) || proc_read_mem(pid, addr, img, len))
@@ -318,8 +318,9 @@ static int64_t intern_func(struct symtab *st, char *name, char *file, int firstl
 		free(name);
 		return id;
 	}
-	f = (struct func){ .name = name, .file = (uint32_t)file_id, .firstline = firstline,
-			   .kind = kind };
+	f = (struct func){
+		.name = name, .file = (uint32_t)file_id, .firstline = firstline, .kind = kind
+	};
 	id = intern_add(&st->funcs, func_hash(&k), &f);
 	if (id < 0)
 		free(name);
@@ -384,12 +385,12 @@ static int tag_of(const struct symtab_target *t, const uint8_t *head, const uint
 		/* bytes past the image are past the string: the fold masks them */
 		if (name_len > PW_NAME_TAG_START)
 			memcpy(name, name_img + PW_NAME_TAG_START,
-			       name_len - PW_NAME_TAG_START < sizeof(name) ?
-				       name_len - PW_NAME_TAG_START :
-				       sizeof(name));
+			       name_len - PW_NAME_TAG_START < sizeof(name)
+				       ? name_len - PW_NAME_TAG_START
+				       : sizeof(name));
 	} else {
-		int err = proc_read_mem(t->pid, words[lay->tag_name_word] + PW_NAME_TAG_START,
-					name, sizeof(name));
+		int err = proc_read_mem(t->pid, words[lay->tag_name_word] + PW_NAME_TAG_START, name,
+					sizeof(name));
 
 		if (err)
 			return err;
@@ -455,8 +456,8 @@ static void release(struct symtab *st, uint32_t i)
 
 static void enforce_budget(struct symtab *st, uint32_t keep)
 {
-	while (st->code_bytes + htab_bytes(&st->code_index) > st->budget &&
-	       st->lru_tail != NONE && st->lru_tail != keep) {
+	while (st->code_bytes + htab_bytes(&st->code_index) > st->budget && st->lru_tail != NONE &&
+	       st->lru_tail != keep) {
 		release(st, st->lru_tail);
 		st->stats.evictions++;
 	}
@@ -482,8 +483,8 @@ static const struct code *entry_of(const struct symtab *st, int64_t handle)
 /* Build and insert the entry for (t, addr, tag) from `parts`. Returns its handle or a
  * negative errno: -EFAULT/-ESRCH unreadable, -EINVAL not a code object, -ESTALE another
  * object now at that address. */
-static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t addr,
-		     uint32_t tag, const struct code_parts *parts)
+static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t addr, uint32_t tag,
+		     const struct code_parts *parts)
 {
 	const struct py_objlayout *lay = t->lay;
 	uint8_t head_buf[PY_CODE_HDR_MAX];
@@ -516,11 +517,11 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 	}
 	memcpy(&firstlineno, head + lay->co_firstlineno, 4);
 	name = parts->name ? str_from_image(lay, parts->name, parts->name_len, t->pid,
-					    load_ptr(head, lay->co_qualname)) :
-			     read_str(t->pid, lay, load_ptr(head, lay->co_qualname));
+					    load_ptr(head, lay->co_qualname))
+			   : read_str(t->pid, lay, load_ptr(head, lay->co_qualname));
 	file = parts->file ? str_from_image(lay, parts->file, parts->file_len, t->pid,
-					    load_ptr(head, lay->co_filename)) :
-			     read_str(t->pid, lay, load_ptr(head, lay->co_filename));
+					    load_ptr(head, lay->co_filename))
+			   : read_str(t->pid, lay, load_ptr(head, lay->co_filename));
 	if (!name || !file) {
 		err = -EFAULT;
 		goto fail;
@@ -530,9 +531,9 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 	if (linetable) {
 		/* the copy was cut at the record's bound, and the object is still there */
 	} else if (parts->linetable) {
-		linetable_len = parts->linetable_len > SYMTAB_MAX_LINETABLE ?
-					SYMTAB_MAX_LINETABLE :
-					(uint32_t)parts->linetable_len;
+		linetable_len = parts->linetable_len > SYMTAB_MAX_LINETABLE
+					? SYMTAB_MAX_LINETABLE
+					: (uint32_t)parts->linetable_len;
 		linetable = malloc(linetable_len ? linetable_len : 1);
 		if (!linetable) {
 			err = -ENOMEM;
@@ -571,10 +572,16 @@ static int64_t build(struct symtab *st, const struct symtab_target *t, uint64_t 
 		goto fail;
 	}
 	c = &st->codes[i];
-	*c = (struct code){ .addr = addr, .target = t->id, .tag = tag, .gen = c->gen,
-			    .func = (uint32_t)func, .firstlineno = firstlineno,
-			    .linetable = linetable, .linetable_len = linetable_len,
-			    .lt_format = (uint8_t)lay->lt_format, .is_shim = is_shim,
+	*c = (struct code){ .addr = addr,
+			    .target = t->id,
+			    .tag = tag,
+			    .gen = c->gen,
+			    .func = (uint32_t)func,
+			    .firstlineno = firstlineno,
+			    .linetable = linetable,
+			    .linetable_len = linetable_len,
+			    .lt_format = (uint8_t)lay->lt_format,
+			    .is_shim = is_shim,
 			    .live = true };
 	lru_push_front(st, i);
 	st->code_bytes += entry_bytes(c);
@@ -602,8 +609,7 @@ static bool code_eq(uint32_t id, const void *key, void *ctx)
 	return c->addr == k->addr && c->target == k->target && c->tag == k->tag;
 }
 
-static bool lookup(struct symtab *st, uint32_t target, uint64_t addr, uint32_t tag,
-		   uint32_t *i)
+static bool lookup(struct symtab *st, uint32_t target, uint64_t addr, uint32_t tag, uint32_t *i)
 {
 	struct code_key k = { .addr = addr, .target = target, .tag = tag };
 
@@ -701,8 +707,8 @@ int symtab__line(const struct symtab *st, int64_t sym, uint32_t instr)
 		return 0;
 	if (instr == PW_INSTR_NONE)
 		return c->firstlineno;
-	if (linetable_line_for((enum linetable_format)c->lt_format, c->linetable,
-			       c->linetable_len, c->firstlineno, instr, &line))
+	if (linetable_line_for((enum linetable_format)c->lt_format, c->linetable, c->linetable_len,
+			       c->firstlineno, instr, &line))
 		return 0;
 	/* instructions without a location (3.11+ prologues such as a coroutine's
 	 * RETURN_GENERATOR/POP_TOP) belong to the function's header line */

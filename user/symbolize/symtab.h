@@ -35,9 +35,9 @@ struct symtab_target {
 struct symtab_stats {
 	size_t bytes, budget; /* the code-object cache */
 	size_t entries;
-	size_t func_bytes;    /* interned names (functions, files, mappings) */
+	size_t func_bytes; /* interned names (functions, files, mappings) */
 	uint64_t evictions;
-	uint64_t names_collected; /* names freed by collections (symtab__gc_end) */
+	uint64_t names_collected;	    /* names freed by collections (symtab__gc_end) */
 	uint64_t from_records, from_memory; /* entries made from code records / target reads */
 	uint64_t bad_records;		    /* code records that did not check out */
 };
@@ -101,7 +101,7 @@ struct symtab_mapping {
 	enum frame_kind kind; /* FRAME_NATIVE or FRAME_KERNEL */
 	const char *path;     /* file path in the target's view; SYMTAB_KERNEL_MAPPING */
 	uint8_t build_id[SYMTAB_BUILD_ID_MAX];
-	uint8_t build_id_len; /* 0: unknown */
+	uint8_t build_id_len;	       /* 0: unknown */
 	uint64_t start, limit, offset; /* [start, limit) mapped from file offset `offset` */
 };
 /* The id (>= 1) of a mapping equal to *m, adding a copy when new, or -ENOMEM. */

@@ -37,11 +37,11 @@ struct xstack_parts {
 int xstack_parts(const void *rec, size_t size, struct xstack_parts *out);
 
 struct xstack_stats {
-	uint64_t paired;	/* samples that got every stack they said they had */
-	uint64_t missing;	/* samples whose stack record never came (passed on without) */
-	uint64_t unpaired;	/* stack records whose sample never came (ring buffer full
+	uint64_t paired;    /* samples that got every stack they said they had */
+	uint64_t missing;   /* samples whose stack record never came (passed on without) */
+	uint64_t unpaired;  /* stack records whose sample never came (ring buffer full
 				 * when it was shipped, or rejected after) */
-	uint64_t malformed;	/* stack records that did not hold together */
+	uint64_t malformed; /* stack records that did not hold together */
 };
 
 struct xstack;

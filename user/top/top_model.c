@@ -267,8 +267,7 @@ int top_model__rank(struct top_model *m, bool cumulative, enum top_sort key, boo
 	int err;
 
 	err = grow_array((void **)&m->rows, &m->rows_cap,
-			 intern_count(&m->slots) ? intern_count(&m->slots) : 1,
-			 sizeof(*m->rows));
+			 intern_count(&m->slots) ? intern_count(&m->slots) : 1, sizeof(*m->rows));
 	if (err)
 		return err;
 	m->nrows = 0;

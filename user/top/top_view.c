@@ -96,7 +96,9 @@ static void next_cell(const char **s, bool utf8, struct cell *c)
 	if (cp < 0x80) {
 		if (cp == '\n' || cp == '\t' || cp == '\\')
 			c->len = snprintf(c->text, sizeof(c->text), "\\%c",
-					  cp == '\n' ? 'n' : cp == '\t' ? 't' : '\\');
+					  cp == '\n'   ? 'n'
+					  : cp == '\t' ? 't'
+						       : '\\');
 		else if (cp < 0x20 || cp == 0x7f) /* U+0000 too, stored as ESCAPE_NUL */
 			c->len = snprintf(c->text, sizeof(c->text), "\\x%02x", cp);
 		else
@@ -113,8 +115,8 @@ static void next_cell(const char **s, bool utf8, struct cell *c)
 		c->cols = w;
 		return;
 	}
-	c->len = c->cols = snprintf(c->text, sizeof(c->text), cp <= 0xffff ? "\\u%04x" : "\\U%08x",
-				    cp);
+	c->len = c->cols =
+		snprintf(c->text, sizeof(c->text), cp <= 0xffff ? "\\u%04x" : "\\U%08x", cp);
 }
 
 static bool append(char *out, size_t out_size, size_t *len, const char *s, int n)

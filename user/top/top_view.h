@@ -42,12 +42,12 @@ int top_view_text(const char *in, bool utf8, int max_cols, bool keep_tail, char 
 
 /* What the header says; the cmd fills it once per interval. */
 struct top_status {
-	const char *title;	 /* "PID 4242 (python3)": untrusted, escaped when drawn */
-	double elapsed_s;	 /* since sampling started */
-	double rate;		 /* samples/s in the last interval (ns/s when ns) */
-	bool ns;		 /* counts are nanoseconds (--mode off-cpu, wall) */
+	const char *title; /* "PID 4242 (python3)": untrusted, escaped when drawn */
+	double elapsed_s;  /* since sampling started */
+	double rate;	   /* samples/s in the last interval (ns/s when ns) */
+	bool ns;	   /* counts are nanoseconds (--mode off-cpu, wall) */
 	double interval_s;
-	uint64_t samples;	 /* in the window shown */
+	uint64_t samples; /* in the window shown */
 	uint64_t shipped, rejected, lost, empty, no_tstate;
 	const char *worst_label; /* biggest reject reason, shown when rejected > 0 */
 	uint64_t worst;

@@ -41,8 +41,8 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *offset)
 	for (size_t i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-		    (ph.p_flags & PF_X) && vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
+		    vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
 			*offset = ph.p_offset + (vaddr - ph.p_vaddr);
 			return 0;
 		}
@@ -167,8 +167,8 @@ static int list_one(void *ctx, const char *name, const GElf_Sym *sym)
 	return names_add(l, name, NULL);
 }
 
-int elfprobe_list_funcs(int fd, const char *pattern,
-			void (*fn)(void *ctx, const char *name), void *ctx)
+int elfprobe_list_funcs(int fd, const char *pattern, void (*fn)(void *ctx, const char *name),
+			void *ctx)
 {
 	struct names l = { .pattern = pattern };
 	Elf *elf = open_elf(fd);

@@ -12,8 +12,8 @@ int elfprobe_func_offset(int fd, const char *name, uint64_t *offset);
 
 /* Call `fn` for every defined function whose name matches the glob `pattern` (sorted, each
  * name once). 0 or a negative errno. */
-int elfprobe_list_funcs(int fd, const char *pattern,
-			void (*fn)(void *ctx, const char *name), void *ctx);
+int elfprobe_list_funcs(int fd, const char *pattern, void (*fn)(void *ctx, const char *name),
+			void *ctx);
 
 /* Call `fn` for every USDT (stapsdt) probe, "provider:name", sorted, each once. 0 or a
  * negative errno. */

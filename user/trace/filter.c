@@ -101,8 +101,9 @@ static void record_field(struct parser *ps, struct pw_filter_insn *in, const cha
 
 	in->field = PW_FF_CTX;
 	if (ps->probe->kind != PROBE_TRACEPOINT) {
-		fail(ps, "args.%s is for tracepoint: probes (syscall entries take arg0..arg5, "
-			 "their exits ret)",
+		fail(ps,
+		     "args.%s is for tracepoint: probes (syscall entries take arg0..arg5, "
+		     "their exits ret)",
 		     name);
 		return;
 	}
@@ -112,13 +113,15 @@ static void record_field(struct parser *ps, struct pw_filter_insn *in, const cha
 		int err = tracefs_field(site->cat, site->name, name, &f);
 
 		if (err == -ENOENT) {
-			fail(ps, "tracepoint %s:%s has no field '%s' (its fields are in %s/events/%s/"
-				 "%s/format)",
+			fail(ps,
+			     "tracepoint %s:%s has no field '%s' (its fields are in %s/events/%s/"
+			     "%s/format)",
 			     site->cat, site->name, name, TRACEFS_DIR, site->cat, site->name);
 			return;
 		}
 		if (err == -EINVAL) {
-			fail(ps, "field '%s' of %s:%s is not a number", name, site->cat, site->name);
+			fail(ps, "field '%s' of %s:%s is not a number", name, site->cat,
+			     site->name);
 			return;
 		}
 		if (err) {
@@ -127,8 +130,9 @@ static void record_field(struct parser *ps, struct pw_filter_insn *in, const cha
 			return;
 		}
 		if (k && memcmp(&f, &want, sizeof(f))) {
-			fail(ps, "field '%s' is not at the same place in every tracepoint '%s' "
-				 "matches",
+			fail(ps,
+			     "field '%s' is not at the same place in every tracepoint '%s' "
+			     "matches",
 			     name, ps->probe->text);
 			return;
 		}
@@ -185,14 +189,16 @@ static bool parse_field(struct parser *ps, struct pw_filter_insn *in)
 		in->field = PW_FF_COMM;
 	} else if (!strcmp(name, "ret")) {
 		if (!probe_has_ret(ps->probe) || ps->latency)
-			fail(ps, "probe '%s' has no return value (ret is for uretprobe: and "
-				 "sys_exit_ probes, without --latency)",
+			fail(ps,
+			     "probe '%s' has no return value (ret is for uretprobe: and "
+			     "sys_exit_ probes, without --latency)",
 			     probe_name(ps));
 		in->field = PW_FF_RET;
 	} else if (n == 4 && !strncmp(name, "arg", 3) && name[3] >= '0' && name[3] <= '5') {
 		if (!probe_has_args(ps->probe))
-			fail(ps, "probe '%s' has no arguments (arg0..arg5 are for uprobe:, usdt: "
-				 "and sys_enter_ probes)",
+			fail(ps,
+			     "probe '%s' has no arguments (arg0..arg5 are for uprobe:, usdt: "
+			     "and sys_enter_ probes)",
 			     probe_name(ps));
 		in->field = PW_FF_ARG;
 		in->arg = (uint8_t)(name[3] - '0');
@@ -274,8 +280,8 @@ static void parse_comm_value(struct parser *ps, struct pw_filter_insn *in)
 		return;
 	}
 	for (uint32_t i = 0; i < PW_FILTER_MAX_STRS; i++) {
-		if (ps->f->strs[i][0] && (strlen(ps->f->strs[i]) != n ||
-					  memcmp(ps->f->strs[i], start, n)))
+		if (ps->f->strs[i][0] &&
+		    (strlen(ps->f->strs[i]) != n || memcmp(ps->f->strs[i], start, n)))
 			continue;
 		memset(ps->f->strs[i], 0, PW_FILTER_STR_LEN);
 		memcpy(ps->f->strs[i], start, n);
@@ -382,10 +388,16 @@ int filter_compile(struct filter_set *fs, const char *expr, const struct probe_s
 	memset(fs, 0, sizeof(*fs));
 	for (size_t i = 0; i < set->nprobes; i++) {
 		const struct trace_probe *tp = &set->probes[i];
-		struct parser ps = { .expr = expr, .p = expr, .set = set, .tp = tp,
-				     .resolved = resolved, .probe = &tp->spec,
-				     .latency = tp->latency, .f = &fs->prog[tp->id],
-				     .why = why, .why_size = why_size };
+		struct parser ps = { .expr = expr,
+				     .p = expr,
+				     .set = set,
+				     .tp = tp,
+				     .resolved = resolved,
+				     .probe = &tp->spec,
+				     .latency = tp->latency,
+				     .f = &fs->prog[tp->id],
+				     .why = why,
+				     .why_size = why_size };
 
 		parse_or(&ps);
 		skip_space(&ps);

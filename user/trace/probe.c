@@ -119,8 +119,7 @@ static int split_symbol(const char *s, struct probe_spec *out, bool offset_ok, c
 	return 0;
 }
 
-static int parse_tracepoint(const char *rest, struct probe_spec *out, char *why,
-			    size_t why_size)
+static int parse_tracepoint(const char *rest, struct probe_spec *out, char *why, size_t why_size)
 {
 	const char *colon = strchr(rest, ':');
 
@@ -131,8 +130,9 @@ static int parse_tracepoint(const char *rest, struct probe_spec *out, char *why,
 			    "tracepoint:syscalls:sys_enter_openat)",
 			    out->text);
 	if (!is_event_name(out->where) || !is_event_name(out->what))
-		return fail(why, why_size, "'%s': tracepoint names are letters, digits, '_' "
-					   "and wildcards (*, ?, [...])",
+		return fail(why, why_size,
+			    "'%s': tracepoint names are letters, digits, '_' "
+			    "and wildcards (*, ?, [...])",
 			    out->text);
 	if (strcmp(out->where, "syscalls"))
 		return 0;
@@ -164,8 +164,9 @@ static int parse_uprobe(const char *rest, struct probe_spec *out, char *why, siz
 			    "uprobe:libc.so.6:malloc)",
 			    out->text);
 	if (!is_symbol(out->where))
-		return fail(why, why_size, "'%s': the binary's name has spaces or control "
-					   "characters",
+		return fail(why, why_size,
+			    "'%s': the binary's name has spaces or control "
+			    "characters",
 			    out->text);
 	return split_symbol(colon + 1, out, out->kind == PROBE_UPROBE, why, why_size);
 }
@@ -205,11 +206,13 @@ static int parse_perf(const char *rest, struct probe_spec *out, char *why, size_
 		return fail(why, why_size, "'%s': name the event (e.g. software:page-faults)",
 			    out->text);
 	for (size_t i = 0; i < probe_nperf_events; i++)
-		if (probe_perf_events[i].type == want && !strcmp(probe_perf_events[i].name, out->what))
+		if (probe_perf_events[i].type == want &&
+		    !strcmp(probe_perf_events[i].name, out->what))
 			ev = &probe_perf_events[i];
 	if (!ev)
-		return fail(why, why_size, "'%s': unknown %s event '%s' (list them with pywalk "
-					   "trace -l '%s:*')",
+		return fail(why, why_size,
+			    "'%s': unknown %s event '%s' (list them with pywalk "
+			    "trace -l '%s:*')",
 			    out->text, want == PERF_TYPE_SOFTWARE ? "software" : "hardware",
 			    out->what, want == PERF_TYPE_SOFTWARE ? "software" : "hardware");
 	out->perf_type = ev->type;
@@ -234,8 +237,9 @@ static int parse_perf(const char *rest, struct probe_spec *out, char *why, size_
 	}
 	return 0;
 bad:
-	return fail(why, why_size, "'%s': the part after the event is a period (every Nth "
-				   "event, N >= 1) or a frequency (1-100000hz)",
+	return fail(why, why_size,
+		    "'%s': the part after the event is a period (every Nth "
+		    "event, N >= 1) or a frequency (1-100000hz)",
 		    out->text);
 }
 
@@ -243,14 +247,22 @@ static const struct {
 	const char *name;
 	enum probe_kind kind;
 } kinds[] = {
-	{ "tracepoint", PROBE_TRACEPOINT }, { "t", PROBE_TRACEPOINT },
-	{ "uprobe", PROBE_UPROBE },	    { "u", PROBE_UPROBE },
-	{ "uretprobe", PROBE_URETPROBE },   { "ur", PROBE_URETPROBE },
-	{ "usdt", PROBE_USDT },		    { "U", PROBE_USDT },
-	{ "kprobe", PROBE_KPROBE },	    { "k", PROBE_KPROBE },
-	{ "kretprobe", PROBE_KRETPROBE },   { "kr", PROBE_KRETPROBE },
-	{ "software", PROBE_SOFTWARE },	    { "s", PROBE_SOFTWARE },
-	{ "hardware", PROBE_HARDWARE },	    { "h", PROBE_HARDWARE },
+	{ "tracepoint", PROBE_TRACEPOINT },
+	{ "t", PROBE_TRACEPOINT },
+	{ "uprobe", PROBE_UPROBE },
+	{ "u", PROBE_UPROBE },
+	{ "uretprobe", PROBE_URETPROBE },
+	{ "ur", PROBE_URETPROBE },
+	{ "usdt", PROBE_USDT },
+	{ "U", PROBE_USDT },
+	{ "kprobe", PROBE_KPROBE },
+	{ "k", PROBE_KPROBE },
+	{ "kretprobe", PROBE_KRETPROBE },
+	{ "kr", PROBE_KRETPROBE },
+	{ "software", PROBE_SOFTWARE },
+	{ "s", PROBE_SOFTWARE },
+	{ "hardware", PROBE_HARDWARE },
+	{ "h", PROBE_HARDWARE },
 };
 
 int probe_parse(const char *text, struct probe_spec *out, char *why, size_t why_size)
@@ -264,8 +276,9 @@ int probe_parse(const char *text, struct probe_spec *out, char *why, size_t why_
 		return fail(why, why_size, "probe '%.40s...' is too long", text);
 	memcpy(out->text, text, tlen + 1);
 	if (!is_symbol(text))
-		return fail(why, why_size, "probe '%s' has spaces or control characters "
-					   "(give each probe as its own argument)",
+		return fail(why, why_size,
+			    "probe '%s' has spaces or control characters "
+			    "(give each probe as its own argument)",
 			    text);
 	colon = strchr(text, ':');
 	for (size_t i = 0; colon && i < ARRAY_SIZE(kinds); i++) {

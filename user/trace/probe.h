@@ -31,8 +31,8 @@ struct probe_spec {
 	char where[PROBE_PART_MAX];
 	char what[PROBE_PART_MAX];
 	char name[PROBE_PART_MAX];
-	bool exit;	 /* syscall: sys_exit_ */
-	uint64_t offset; /* uprobe, kprobe: +OFFSET */
+	bool exit;	      /* syscall: sys_exit_ */
+	uint64_t offset;      /* uprobe, kprobe: +OFFSET */
 	uint32_t perf_type;   /* software/hardware: PERF_TYPE_* */
 	uint64_t perf_config; /* PERF_COUNT_* */
 	uint64_t period;      /* one hit every `period` events, or `period` Hz with freq */

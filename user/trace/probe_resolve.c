@@ -122,7 +122,9 @@ static int resolve_tracepoint(struct probe_set *set, struct trace_probe *tp, cha
 		return fail(why, why_size, err, "'%s': %s", tp->spec.text, strerror(-err));
 	if (mounted) {
 		set->mounted_tracefs = true;
-		pw_debug("tracefs was not mounted: mounted it at %s, in a mount namespace of pywalk's own\n", TRACEFS_DIR);
+		pw_debug(
+			"tracefs was not mounted: mounted it at %s, in a mount namespace of pywalk's own\n",
+			TRACEFS_DIR);
 	}
 	n = tracefs_match(tp->spec.where, tp->spec.what, add_tracepoint, &c);
 	if (n < 0 || c.err)
@@ -152,7 +154,8 @@ static void add_syscall(void *ctx, const char *name, int nr)
 		const struct probe_site *o = &c->set->sites[i];
 		const struct trace_probe *op = &c->set->probes[o->probe - 1];
 
-		if (o->nr == nr && op->spec.kind == PROBE_SYSCALL && op->spec.exit == c->tp->spec.exit) {
+		if (o->nr == nr && op->spec.kind == PROBE_SYSCALL &&
+		    op->spec.exit == c->tp->spec.exit) {
 			c->err = -EEXIST;
 			snprintf(c->tp->spec.name, sizeof(c->tp->spec.name), "%s", name);
 			return;
@@ -248,8 +251,8 @@ static int binary_in_target(struct probe_set *set, struct trace_probe *tp, pid_t
 		const struct proc_map *m = &maps.maps[i];
 		int fd;
 
-		if (!m->path || !(strchr(where, '/') ? !strcmp(m->path, where)
-						      : lib_matches(where, m->path)))
+		if (!m->path ||
+		    !(strchr(where, '/') ? !strcmp(m->path, where) : lib_matches(where, m->path)))
 			continue;
 		fd = proc_open_mapped_path(pid, m);
 		if (fd < 0)
@@ -262,8 +265,14 @@ static int binary_in_target(struct probe_set *set, struct trace_probe *tp, pid_t
 }
 
 static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-	"/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	"/lib/x86_64-linux-gnu",
+	"/usr/lib/x86_64-linux-gnu",
+	"/lib/aarch64-linux-gnu",
+	"/usr/lib/aarch64-linux-gnu",
+	"/lib64",
+	"/usr/lib64",
+	"/lib",
+	"/usr/lib",
 	"/usr/local/lib",
 };
 
@@ -315,8 +324,7 @@ static void usdt_seen(void *ctx, const char *probe)
 }
 
 /* Check the probe's function or note in every binary found for it. */
-static int check_binaries(struct probe_set *set, struct trace_probe *tp, char *why,
-			  size_t why_size)
+static int check_binaries(struct probe_set *set, struct trace_probe *tp, char *why, size_t why_size)
 {
 	const struct probe_spec *sp = &tp->spec;
 
@@ -423,8 +431,7 @@ int probe_kprobes_supported(const char *what, char *why, size_t why_size)
 	return 0;
 }
 
-static int resolve_kprobe(struct probe_set *set, struct trace_probe *tp, char *why,
-			  size_t why_size)
+static int resolve_kprobe(struct probe_set *set, struct trace_probe *tp, char *why, size_t why_size)
 {
 	struct probe_site *ps;
 
@@ -441,13 +448,14 @@ static int resolve_kprobe(struct probe_set *set, struct trace_probe *tp, char *w
 	return 0;
 }
 
-static int resolve_perf(struct probe_set *set, struct trace_probe *tp, char *why,
-			size_t why_size)
+static int resolve_perf(struct probe_set *set, struct trace_probe *tp, char *why, size_t why_size)
 {
-	struct perf_event_attr attr = { .size = sizeof(attr), .type = tp->spec.perf_type,
+	struct perf_event_attr attr = { .size = sizeof(attr),
+					.type = tp->spec.perf_type,
 					.config = tp->spec.perf_config,
 					.sample_period = tp->spec.period,
-					.freq = tp->spec.freq, .disabled = 1 };
+					.freq = tp->spec.freq,
+					.disabled = 1 };
 	struct probe_site *ps;
 	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
 

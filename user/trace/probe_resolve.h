@@ -21,9 +21,9 @@ struct probe_site {
 	char label[3 * PROBE_PART_MAX + 32]; /* this site as a probe spec ("tracepoint:a:b") */
 	/* tracepoint: category and name; usdt: provider and name; kprobe: the function */
 	char cat[PROBE_PART_MAX], name[PROBE_PART_MAX];
-	int nr;		/* syscall number */
-	int fd;		/* uprobe/usdt: O_PATH fd of the binary (-1: none) */
-	char path[32];	/* "/proc/self/fd/N": the binary, for the kernel and libbpf */
+	int nr;		      /* syscall number */
+	int fd;		      /* uprobe/usdt: O_PATH fd of the binary (-1: none) */
+	char path[32];	      /* "/proc/self/fd/N": the binary, for the kernel and libbpf */
 	char shown[PATH_MAX]; /* the binary as it was found, for messages */
 	uint64_t offset;      /* uprobe: file offset of the function (+OFFSET); kprobe: +OFFSET */
 };

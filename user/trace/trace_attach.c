@@ -19,8 +19,8 @@ uint32_t trace_latency_mask(const struct probe_set *set)
 	return mask;
 }
 
-static int attach_site(const struct trace_probe *tp, const struct probe_site *ps,
-		       struct loader *ld, char *why, size_t why_size)
+static int attach_site(const struct trace_probe *tp, const struct probe_site *ps, struct loader *ld,
+		       char *why, size_t why_size)
 {
 	uint64_t cookie = PW_COOKIE(tp->id, ps->site);
 	const struct probe_spec *sp = &tp->spec;
@@ -46,8 +46,8 @@ static int attach_site(const struct trace_probe *tp, const struct probe_site *ps
 					     cookie, why, why_size);
 	case PROBE_SOFTWARE:
 	case PROBE_HARDWARE:
-		return loader__attach_perf(ld, sp->perf_type, sp->perf_config, sp->period,
-					   sp->freq, cookie, why, why_size);
+		return loader__attach_perf(ld, sp->perf_type, sp->perf_config, sp->period, sp->freq,
+					   cookie, why, why_size);
 	case PROBE_SYSCALL:
 		break;
 	}
@@ -84,7 +84,8 @@ int trace_attach(const struct probe_set *set, struct loader *ld, char *why, size
 				continue;
 			v = &values[ps->nr];
 			if (tp->spec.exit)
-				*v = PW_SYSCALL_VALUE(PW_SYSCALL_ENTER(*v), tp->id, PW_SYSCALL_PAIR(*v));
+				*v = PW_SYSCALL_VALUE(PW_SYSCALL_ENTER(*v), tp->id,
+						      PW_SYSCALL_PAIR(*v));
 			else
 				*v = PW_SYSCALL_VALUE(tp->id, PW_SYSCALL_EXIT(*v), tp->latency);
 			enter |= !tp->spec.exit;

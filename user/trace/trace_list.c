@@ -81,7 +81,9 @@ static int list_tracepoints(struct lister *l, const char *rest)
 		return 0;
 	}
 	if (mounted)
-		pw_debug("tracefs was not mounted: mounted it at %s, in a mount namespace of pywalk's own\n", TRACEFS_DIR);
+		pw_debug(
+			"tracefs was not mounted: mounted it at %s, in a mount namespace of pywalk's own\n",
+			TRACEFS_DIR);
 	n = tracefs_match(cat, l->name, one_tracepoint, l);
 	if (n < 0)
 		pw_warn("cannot list tracepoints in %s: %s\n", TRACEFS_DIR, strerror(-n));

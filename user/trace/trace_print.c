@@ -22,7 +22,8 @@ static int format_args(struct strbuf *sb, const struct pw_sample_hdr *h, size_t 
 	if (a.nargs > 6)
 		a.nargs = 6;
 	for (uint32_t i = 0; i < a.nargs && !err; i++)
-		err = strbuf_addf(sb, i ? " arg%u=%" PRId64 : "arg%u=%" PRId64, i, (int64_t)a.arg[i]);
+		err = strbuf_addf(sb, i ? " arg%u=%" PRId64 : "arg%u=%" PRId64, i,
+				  (int64_t)a.arg[i]);
 	if (!err && a.has_ret)
 		err = strbuf_addf(sb, a.nargs ? " ret=%" PRId64 : "ret=%" PRId64, (int64_t)a.ret);
 	if (!err && !a.nargs && !a.has_ret)

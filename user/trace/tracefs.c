@@ -147,8 +147,8 @@ int tracefs_field(const char *category, const char *name, const char *field,
 		rest = semi + 1;
 		word = strrchr(decl, ' ');
 		word = word ? word + 1 : decl + 6;
-		if (strcmp(word, field) && !(strncmp(word, field, strlen(field)) == 0 &&
-					      word[strlen(field)] == '['))
+		if (strcmp(word, field) &&
+		    !(strncmp(word, field, strlen(field)) == 0 && word[strlen(field)] == '['))
 			continue;
 		if (sscanf(rest, " offset:%u; size:%u; signed:%u;", &off, &size, &sgn) != 3)
 			return fclose(f), -EINVAL;
