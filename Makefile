@@ -21,7 +21,11 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 WERROR ?= $(if $(CI),-Werror,)
 CFLAGS ?= -O2 -g
-WARN := -Wall -Wextra $(WERROR)
+WARN := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 -Wundef \
+	-Wvla $(WERROR)
+# BPF programs and global subprograms (verified on their own, so never static) have no
+# prototypes by design: the BPF build leaves that warning out.
+BPF_WARN := $(filter-out -Wmissing-prototypes,$(WARN))
 PKG_CFLAGS := $(shell pkg-config --cflags libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs libbpf libelf libdw libmicrohttpd libcurl liblzma 2>/dev/null || \
 	echo -lbpf -lelf -ldw -lmicrohttpd -lcurl -llzma) -lz -lpthread -lstdc++
@@ -30,7 +34,7 @@ USER_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(SAN_FLAGS) -Ibpf -Iuser -I$(O) $(P
 # multiarch include directory, which -target bpf does not search.
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 BPF_SYS_INCLUDES := $(if $(MULTIARCH),-idirafter /usr/include/$(MULTIARCH),)
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(WARN) \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf $(BPF_WARN) \
 	$(BPF_SYS_INCLUDES)
 
 ifeq ($(V),1)

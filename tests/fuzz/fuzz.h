@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* libFuzzer's entry point, which every target defines. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Its optional set-up, before the first input. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
 /* abort(), not assert(): the check must hold whatever NDEBUG says */
 #define FUZZ_CHECK(cond, ...)                                                                   \
 	do {                                                                                    \

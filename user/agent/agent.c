@@ -756,15 +756,15 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 			goto fail;
 	}
 	if (c->metrics) {
-		struct serve_opts so = { .addr = c->metrics,
-					 .public = c->metrics_public,
-					 .group = c->metrics_group,
-					 .token_file = c->metrics_token_file,
-					 .tls_cert = c->metrics_tls_cert,
-					 .tls_key = c->metrics_tls_key };
+		struct serve_opts listener = { .addr = c->metrics,
+					       .public = c->metrics_public,
+					       .group = c->metrics_group,
+					       .token_file = c->metrics_token_file,
+					       .tls_cert = c->metrics_tls_cert,
+					       .tls_key = c->metrics_tls_key };
 
 		sops.ctx = a;
-		a->srv = serve__new(&so, &sops, why, sizeof(why));
+		a->srv = serve__new(&listener, &sops, why, sizeof(why));
 		if (!a->srv) {
 			pw_err("%s\n", why);
 			goto fail;

@@ -3,6 +3,7 @@
  * command's own options into one getopt_long loop. Cross-option conflicts are checked
  * here, right after parsing, before anything touches the kernel. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,10 +141,14 @@ void cli_help_other(FILE *f, unsigned int groups)
 		   "  -h, --help             this text\n");
 }
 
-int cli_usage_error(const char *cmd, const char *fmt, const char *arg)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "pywalk: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\nTry 'pywalk %s --help'.\n", cmd);
 	return EXIT_USAGE;
 }
@@ -347,14 +352,12 @@ static int check(const struct cli_spec *spec, struct cli_sampling *s, const stru
 	if (o &&
 	    (o->format ? !out_by_name(o->format)
 		       : o->path && out_path_has_extension(o->path) && !out_by_path(o->path))) {
-		char why[256];
-
-		snprintf(why, sizeof(why),
-			 o->format
-				 ? "unknown format '%%s' (formats: %s)"
-				 : "no format has the extension of '%%s' (formats: %s; or give -f)",
-			 out_names());
-		return cli_usage_error(cmd, why, o->format ? o->format : o->path);
+		if (o->format)
+			return cli_usage_error(cmd, "unknown format '%s' (formats: %s)", o->format,
+					       out_names());
+		return cli_usage_error(
+			cmd, "no format has the extension of '%s' (formats: %s; or give -f)",
+			o->path, out_names());
 	}
 	return -1;
 }

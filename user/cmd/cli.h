@@ -78,6 +78,6 @@ void cli_help_other(FILE *f, unsigned int groups);
 
 /* Print "pywalk: <fmt % arg>" and the pointer to `pywalk CMD --help`; returns the usage
  * exit code. */
-int cli_usage_error(const char *cmd, const char *fmt, const char *arg);
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -135,10 +135,7 @@ struct agent_cli {
 	const char *config;
 };
 
-static int usage(const char *fmt, const char *arg)
-{
-	return cli_usage_error("agent", fmt, arg);
-}
+#define usage(...) cli_usage_error("agent", __VA_ARGS__)
 
 static int handle_option(void *ctx, int opt, const char *arg)
 {

@@ -64,10 +64,7 @@ static void dump_help(FILE *f)
 		   "--async for a Python before 3.14).\n");
 }
 
-static int dump_usage(const char *fmt, const char *arg)
-{
-	return cli_usage_error("dump", fmt, arg);
-}
+#define dump_usage(...) cli_usage_error("dump", __VA_ARGS__)
 
 static int handle_option(void *ctx, int opt, const char *arg)
 {

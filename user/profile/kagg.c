@@ -109,10 +109,10 @@ int kagg__first(struct kagg *k, struct profile *p, const void *data, size_t size
 	before = *profile__drops(p);
 	err = count(ctx, h, size - sizeof(*f));
 	if (added) {
-		struct kagg_entry *e = intern_at(&g->keys, (size_t)id);
+		struct kagg_entry *entry = intern_at(&g->keys, (size_t)id);
 
-		if (!e->counted)
-			e->why = drops_since(&before, profile__drops(p));
+		if (!entry->counted)
+			entry->why = drops_since(&before, profile__drops(p));
 	}
 	k->pending = -1;
 	return err;

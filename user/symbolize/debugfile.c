@@ -181,12 +181,12 @@ int debugfile_find(const struct debugfile_want *w, char **name, uint64_t *size)
 	int fd = -ENOENT, host;
 	struct {
 		int root;
-		const char *fmt;
+		const char *sub; /* by link: between the binary's directory and the name */
 		bool by_link;
 	} cands[] = {
-		{ ROOT_PROC_DEBUG, "%s", false },   { ROOT_HOST_DEBUG, "%s", false },
-		{ ROOT_PROC, "%s/%s", true },	    { ROOT_PROC, "%s/.debug/%s", true },
-		{ ROOT_PROC_DEBUG, "%s/%s", true }, { ROOT_HOST_DEBUG, "%s/%s", true },
+		{ ROOT_PROC_DEBUG, "", false }, { ROOT_HOST_DEBUG, "", false },
+		{ ROOT_PROC, "", true },	{ ROOT_PROC, ".debug/", true },
+		{ ROOT_PROC_DEBUG, "", true },	{ ROOT_HOST_DEBUG, "", true },
 	};
 	bool have_bid = w->build_id &&
 			debugfile_build_id_path(w->build_id, w->build_id_len, bid, sizeof(bid));
@@ -211,9 +211,9 @@ int debugfile_find(const struct debugfile_want *w, char **name, uint64_t *size)
 		if (cands[i].by_link ? !have_link : !have_bid)
 			continue;
 		if (cands[i].by_link)
-			snprintf(rel, sizeof(rel), cands[i].fmt, dir, w->debuglink);
+			snprintf(rel, sizeof(rel), "%s/%s%s", dir, cands[i].sub, w->debuglink);
 		else
-			snprintf(rel, sizeof(rel), cands[i].fmt, bid);
+			snprintf(rel, sizeof(rel), "%s", bid);
 		fd = try_candidate(roots[cands[i].root], rel, w, size);
 		if (fd >= 0) {
 			/* what libdwfl shows as the module's debug file */
