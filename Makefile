@@ -223,7 +223,7 @@ install: $(O)/pywalk
 		install -D -m 0640 doc/agent.conf $(DESTDIR)/etc/pywalk/agent.conf
 	install -d -m 0750 $(DESTDIR)/var/lib/pywalk
 
-# A Debian package of what `install` installs (README: Packaging). Its version is the one
+# A Debian package of what `install` installs (doc/packaging.md). Its version is the one
 # `pywalk --version` prints.
 VERSION := $(shell sed -n 's/^\#define PYWALK_VERSION "\(.*\)"$$/\1/p' user/lib/pywalk.h)
 DEB_MAINTAINER ?= pywalk maintainers <maintainers@users.noreply.a-seed-36d0eb24.example>

@@ -2,7 +2,7 @@
 """What `pywalk record` tells a user, verbatim: an unknown format or extension, the line per
 file written, a launched command's failure and its exit status, -d stopping a command, and
 the accounting summary (only the buckets that counted something, a warning naming the bucket
-that took every sample). The README's example summary is what pywalk prints."""
+that took every sample). The manual's example summary (doc/usage.md) is what pywalk prints."""
 import os
 import re
 import shutil
@@ -164,7 +164,7 @@ def test_help_documents_the_command_status_and_d():
 
 # --- the summary -----------------------------------------------------------------------
 
-README = os.path.join(e2e.REPO, "README.md")
+README = os.path.join(e2e.REPO, "doc", "usage.md")  # the manual's summary examples
 ROW_RE = re.compile(r"^  (.{26}) (.{10})(   \(.*\))?$")
 
 
@@ -182,7 +182,7 @@ def summary_rows(stderr):
 
 
 def readme_blocks():
-    """The README's code blocks that hold a summary, and its warning example."""
+    """The code blocks of doc/usage.md that hold a summary, and its warning example."""
     blocks, cur = [], None
     with open(README, encoding="utf-8") as f:
         for line in f:
@@ -208,7 +208,7 @@ def test_summary_lists_the_buckets_that_counted_all_with_v(tmp_path):
 
 
 def test_readme_summary_is_what_pywalk_prints(tmp_path):
-    """Each of the README's summary examples is laid out as pywalk prints it: the same
+    """Each of doc/usage.md's summary examples is laid out as pywalk prints it: the same
     header, rows in the same columns with the same hints, the -v one every bucket in order,
     the other only buckets above 0 that add up; the warning example as pywalk words it."""
     need_root()

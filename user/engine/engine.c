@@ -104,7 +104,7 @@ static const char *const counter_labels[] = {
 #undef PW_X_LABEL
 };
 
-/* What a bucket of the summary means, where its name alone does not say (README's words). */
+/* What a bucket of the summary means, where its name alone does not say (doc/usage.md's words). */
 static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_NOT_TARGET] = "other processes and idle CPUs",
 	[PW_OUT_NO_TSTATE] = "a thread of the target that runs no Python",
