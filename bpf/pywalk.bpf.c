@@ -39,9 +39,10 @@ const volatile bool capture_code = true;
 /* trace --print: every probe fills its hit, and samples carry it (struct pw_print_args) */
 const volatile bool print_args = false;
 
-/* 100 ms: most of the consumer's CPU at 1,000 samples/s was its wakeups (epoll's return
- * path), 1.1% of a core at 10 ms against 0.3% at 100. Userspace polls every 100 ms anyway,
- * and 1 MiB waiting wakes it early, so the ring buffer (4 MiB and up) never waits on it. */
+/* 100 ms: at a high sample rate most of the consumer's CPU goes to its wakeups (epoll's
+ * return path), and a longer interval wakes it less often. Userspace polls every 100 ms
+ * anyway, and 1 MiB waiting wakes it early, so the ring buffer (4 MiB and up) never waits
+ * on it. */
 #define PW_WAKEUP_NS (100 * 1000 * 1000)
 #define PW_WAKEUP_BYTES (1 << 20)
 /* Code records one sample may ship; the rest go with later samples of the same stack. */

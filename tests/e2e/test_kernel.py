@@ -27,7 +27,9 @@ import pytest
 import pywalk_e2e as e2e
 
 SECONDS = 3
-MIN_SYSCALL_SHARE = 0.30  # of zero_reader's samples; measured here ~0.7-0.9
+# of zero_reader's samples: it is in its read most of the time, and the floor sits well
+# below that, for a loaded machine
+MIN_SYSCALL_SHARE = 0.30
 MIN_SLEEP_SHARE = 0.80    # of nap's time off CPU
 PAIRED_RE = re.compile(r"^pywalk: --kernel: (\d+) stacks shipped with their kernel stack; "
                        r"(\d+) kernel stack records without their sample \(not counted\)$",

@@ -413,7 +413,9 @@ def test_pprof_maps_the_extension_with_its_build_id(pywalk, interp, merges, ext,
 
 
 KERNEL_SCRIPT = "kernel_target.py"
-KERNEL_READ_SHARE = 0.30  # of zero_reader's samples (test_kernel: measured ~0.7-0.9)
+# of zero_reader's samples: it is in its read most of the time, and the floor sits well
+# below that, for a loaded machine
+KERNEL_READ_SHARE = 0.30
 
 
 @pytest.mark.core_only

@@ -266,8 +266,8 @@ def test_each_wait_says_why(pywalk, interp, start_target, tmp_path):
     nap = sleeping[("nap", m["nap_sleep"])]
     assert nap.get("sleeping", 0) >= 0.9 * SECONDS * 1e9, nap
     # Once woken, nap waits on a run queue behind the burners (2-3 CPU-bound threads per
-    # CPU) before time.sleep returns: that wait is real preemption at the same line, 4% of
-    # its time in one CI run. Nothing else may be the reason.
+    # CPU) before time.sleep returns: that wait is real preemption at the same line, a small
+    # share of its time. Nothing else may be the reason.
     assert set(nap) <= {"sleeping", "preempted"}, nap
     assert nap.get("sleeping", 0) >= 0.9 * sum(nap.values()), nap
     busy = by_reason(rows, burners[0].script_path)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""No wrong frames when code objects are freed and their addresses reused (DESIGN.md
+"""No wrong frames when code objects are freed and their addresses reused (doc/design.md,
 invariant 3): every function of reuse_target.py runs ~5 ms from its own file, so a frame
 named after another function's file, or one file collecting far more than its few samples,
 means a stale symbol."""

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Offset selection: _Py_DebugOffsets images built with the values measured on live 3.13.0,
- * 3.14.7 and 3.15.2 processes (shared/docs/cpython-layouts.md section 3) must give the
- * walker the offsets those processes use; free-threaded builds, unknown layouts and
- * corrupt values are refused; the 3.10-3.12 tables match the measured layouts. */
+ * 3.14.7 and 3.15.2 processes must give the walker the offsets those processes use;
+ * free-threaded builds, unknown layouts and corrupt values are refused; the 3.10-3.12
+ * tables match the measured layouts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

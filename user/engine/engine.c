@@ -590,9 +590,9 @@ static uint32_t max_processes(const struct engine *e)
 	return running * 2 > MIN_MAX_PROCS ? (uint32_t)running * 2 : MIN_MAX_PROCS;
 }
 
-/* What one sample costs the CPU it lands on, measured by the bench on a 2-CPU VM: the
- * sampling interrupt itself (an empty program on the same events: +13-16 % at 20 kHz, about
- * 7 us) and the walk of a 10-frame stack (bench section 1: 5-9 us). */
+/* What one sample costs the CPU it lands on: the sampling interrupt itself (the bench's
+ * empty program on the same events) and the walk of a 10-frame stack (its section 1),
+ * added in round figures. What the bench measured is in doc/performance.md. */
 #define SAMPLE_COST_NS 12000u
 /* Above this share of a CPU the rate is a cost felt machine-wide: said once at start. */
 #define WARN_COST_PCT 5u

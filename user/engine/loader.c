@@ -128,7 +128,7 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	if (opts->ring_bytes)
 		bpf_map__set_max_entries(ld->skel->maps.events, opts->ring_bytes);
 	/* only the programs this run can attach are loaded: the kernel verifies each at load,
-	 * a tenth of a second and more apiece on a slow machine, all of it start-up time */
+	 * and all of that is start-up time */
 	if (!opts->no_sampler) {
 		struct bpf_program *probes[] = {
 			ld->skel->progs.on_uprobe,    ld->skel->progs.on_uretprobe,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Version detection and per-version offsets. 3.13+ offsets come from the target's own
  * _Py_DebugOffsets (read at attach time); only 3.10-3.12 have hand tables, measured on live
- * processes (shared/docs/cpython-layouts.md). */
+ * processes of each version. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

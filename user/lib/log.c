@@ -41,7 +41,9 @@ void log_printf(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+/* fmt is libbpf's printf format, passed on: the attribute says so to -Wformat-nonliteral */
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && log_level < LOG_LIBBPF)
 		return 0;
