@@ -11,7 +11,7 @@
 
 #include "lib/json.h"
 
-static int fail(struct json *w, int err)
+int json_fail(struct json *w, int err)
 {
 	if (!w->err)
 		w->err = err;
@@ -22,14 +22,14 @@ static int put(struct json *w, const char *s, size_t len)
 {
 	int err = strbuf_add(w->sb, s, len);
 
-	return err ? fail(w, err) : 0;
+	return err ? json_fail(w, err) : 0;
 }
 
 static int put_escaped(struct json *w, const char *s)
 {
 	int err = w->escape(w->sb, s);
 
-	return err ? fail(w, err) : 0;
+	return err ? json_fail(w, err) : 0;
 }
 
 void json_init(struct json *w, struct strbuf *sb, bool script)
@@ -47,7 +47,7 @@ int json_error(const struct json *w)
 int json_finish(struct json *w)
 {
 	if (!w->err && (w->depth || w->in_string))
-		fail(w, -EINVAL);
+		json_fail(w, -EINVAL);
 	return w->err;
 }
 
@@ -73,16 +73,16 @@ static int value_prefix(struct json *w)
 	if (w->err)
 		return w->err;
 	if (w->in_string)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	if (w->object[d]) {
 		if (!w->has_key[d])
-			return fail(w, -EINVAL);
+			return json_fail(w, -EINVAL);
 		w->has_key[d] = false;
 		w->broke = false;
 		return 0;
 	}
 	if (!d && w->nonempty[0])
-		return fail(w, -EINVAL); /* one document */
+		return json_fail(w, -EINVAL); /* one document */
 	return item_sep(w);
 }
 
@@ -93,7 +93,7 @@ static int begin(struct json *w, bool object)
 	if (err)
 		return err;
 	if (w->depth == JSON_MAX_DEPTH)
-		return fail(w, -E2BIG);
+		return json_fail(w, -E2BIG);
 	w->depth++;
 	w->object[w->depth] = object;
 	w->nonempty[w->depth] = false;
@@ -109,7 +109,7 @@ static int end(struct json *w, bool object)
 		return w->err;
 	/* a break's comma with nothing after it would leave a trailing comma */
 	if (w->in_string || !d || w->object[d] != object || w->has_key[d] || w->sep_written)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	w->depth--;
 	w->broke = false;
 	return put(w, object ? "}" : "]", 1);
@@ -142,7 +142,7 @@ int json_key(struct json *w, const char *key)
 	if (w->err)
 		return w->err;
 	if (w->in_string || !w->object[d] || w->has_key[d])
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	item_sep(w);
 	put(w, "\"", 1);
 	put_escaped(w, key);
@@ -167,7 +167,7 @@ int json_string_part(struct json *w, const char *s)
 	if (w->err)
 		return w->err;
 	if (!w->in_string)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	return put_escaped(w, s);
 }
 
@@ -180,16 +180,16 @@ int json_string_partf(struct json *w, const char *fmt, ...)
 	if (w->err)
 		return w->err;
 	if (!w->in_string)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	va_start(ap, fmt);
 	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	if ((size_t)n >= sizeof(small)) {
 		s = malloc((size_t)n + 1);
 		if (!s)
-			return fail(w, -ENOMEM);
+			return json_fail(w, -ENOMEM);
 		va_start(ap, fmt);
 		vsnprintf(s, (size_t)n + 1, fmt, ap);
 		va_end(ap);
@@ -205,7 +205,7 @@ int json_string_end(struct json *w)
 	if (w->err)
 		return w->err;
 	if (!w->in_string)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	w->in_string = false;
 	return put(w, "\"", 1);
 }
@@ -248,7 +248,7 @@ int json_double(struct json *w, double v)
 	if (w->err)
 		return w->err;
 	if (!isfinite(v))
-		return fail(w, -EDOM); /* JSON has no NaN or infinity */
+		return json_fail(w, -EDOM); /* JSON has no NaN or infinity */
 	/* the shortest of the two that reads back the same double */
 	snprintf(buf, sizeof(buf), "%.15g", v);
 	if (strtod(buf, NULL) != v)
@@ -273,7 +273,7 @@ int json_break(struct json *w)
 	if (w->err || w->broke)
 		return w->err;
 	if (w->in_string)
-		return fail(w, -EINVAL);
+		return json_fail(w, -EINVAL);
 	/* the comma goes before the line break, as written by hand before */
 	if (d && w->nonempty[d] && !w->has_key[d] && !w->sep_written) {
 		if (put(w, ",", 1))

@@ -33,6 +33,9 @@ void json_init(struct json *w, struct strbuf *sb, bool script);
 /* The first error: -ENOMEM, -EINVAL (a value where a key is due, a key outside an object,
  * an unbalanced end, a document not closed), -E2BIG (too deep), -EDOM (NaN or infinity). */
 int json_error(const struct json *w);
+/* Keep err (the caller's own, an allocation say) as the writer's error unless one came
+ * first; returns the error kept. */
+int json_fail(struct json *w, int err);
 /* json_error, and -EINVAL when a container or string is still open. */
 int json_finish(struct json *w);
 
