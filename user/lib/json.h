@@ -21,8 +21,8 @@ struct json {
 	/* escape_json, or escape_json_script for JSON inside an HTML <script> element */
 	int (*escape)(struct strbuf *sb, const char *s);
 	unsigned depth;
-	bool in_string; /* between json_string_begin and json_string_end */
-	bool broke;	/* a line break was the last thing written */
+	bool in_string;	  /* between json_string_begin and json_string_end */
+	bool broke;	  /* a line break was the last thing written */
 	bool sep_written; /* json_break wrote the comma the next item is due */
 	/* per level (0: the top): an object, something already in it, a key awaiting its value */
 	bool object[JSON_MAX_DEPTH + 1], nonempty[JSON_MAX_DEPTH + 1], has_key[JSON_MAX_DEPTH + 1];
@@ -50,8 +50,7 @@ int json_string(struct json *w, const char *s);
  * character boundary of the next: each is read as whole UTF-8 by itself). */
 int json_string_begin(struct json *w);
 int json_string_part(struct json *w, const char *s);
-int json_string_partf(struct json *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int json_string_partf(struct json *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int json_string_end(struct json *w);
 
 int json_int(struct json *w, int64_t v);

@@ -120,7 +120,8 @@ static void add_threads(const struct calltree *t, struct json *w, const uint32_t
 		json_begin_array(w);
 		json_string_begin(w);
 		json_string_partf(w, "%s (%u)",
-				  profile__proc_thread_name(t->p, wr[i].proc, wr[i].tid), wr[i].tid);
+				  profile__proc_thread_name(t->p, wr[i].proc, wr[i].tid),
+				  wr[i].tid);
 		json_string_end(w);
 		json_string_begin(w);
 		json_string_partf(w, "%s%s", pr ? pr->comm : "?", tag);

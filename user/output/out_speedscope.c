@@ -54,8 +54,8 @@ static void add_process_name(struct json *w, const struct profile *p, uint32_t p
 }
 
 /* `"name":"[PROBE / ][PROCESS / ]THREAD (TID)"` (probe 0: none) */
-static void add_profile_name(struct json *w, const struct profile *p, uint32_t probe,
-			     uint32_t proc, uint32_t tid)
+static void add_profile_name(struct json *w, const struct profile *p, uint32_t probe, uint32_t proc,
+			     uint32_t tid)
 {
 	const struct profile_opts *o = profile__opts(p);
 
@@ -151,8 +151,8 @@ static void add_frames(struct json *w, const struct profile *p, const struct sta
 
 /* `"type":"sampled","name":..,"unit":..,"startValue":0,"endValue":END,` and the "samples" key:
  * the part a sampled profile opens with */
-static void add_profile_head(struct json *w, const struct profile *p, uint32_t probe,
-			     uint32_t proc, uint32_t tid, bool ns, uint64_t end)
+static void add_profile_head(struct json *w, const struct profile *p, uint32_t probe, uint32_t proc,
+			     uint32_t tid, bool ns, uint64_t end)
 {
 	json_begin_object(w);
 	json_key(w, "type");
