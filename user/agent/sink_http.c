@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
+#include "lib/json.h"
 #include "agent/http.h"
 #include "agent/sinks.h"
 
@@ -92,23 +93,50 @@ static enum export_result parca_deliver(void *ctx, const struct export_item *it,
 					size_t why_size)
 {
 	struct http_sink *h = ctx;
-	struct strbuf body = { 0 }, url = { 0 };
+	struct strbuf body = { 0 }, url = { 0 }, raw = { 0 };
 	struct http_request r = { .content_type = "application/json", .cancel = export_cancelled };
 	enum export_result res;
+	struct json w;
 	int err;
 
 	/* grpc-gateway's JSON of WriteRawRequest: series[{labels{labels[]}, samples[]}] */
-	err = strbuf_addf(&body, "{\"series\":[{\"labels\":{\"labels\":["
-				 "{\"name\":\"__name__\",\"value\":\"process_cpu\"}");
-	for (size_t i = 0; !err && i < it->nlabels; i++)
-		err = strbuf_addf(&body, ",{\"name\":\"%s\",\"value\":\"%s\"}", it->labels[i].key,
-				  it->labels[i].value);
-	if (!err)
-		err = strbuf_addf(&body, "]},\"samples\":[{\"rawProfile\":\"");
-	if (!err)
-		err = http_base64(&body, it->pprof, it->pprof_len);
-	if (!err)
-		err = strbuf_addf(&body, "\"}]}],\"normalized\":true}");
+	json_init(&w, &body, false);
+	json_begin_object(&w);
+	json_key(&w, "series");
+	json_begin_array(&w);
+	json_begin_object(&w);
+	json_key(&w, "labels");
+	json_begin_object(&w);
+	json_key(&w, "labels");
+	json_begin_array(&w);
+	for (size_t i = 0; i <= it->nlabels; i++) {
+		json_begin_object(&w);
+		json_key(&w, "name");
+		json_string(&w, i ? it->labels[i - 1].key : "__name__");
+		json_key(&w, "value");
+		json_string(&w, i ? it->labels[i - 1].value : "process_cpu");
+		json_end_object(&w);
+	}
+	json_end_array(&w);
+	json_end_object(&w);
+	json_key(&w, "samples");
+	json_begin_array(&w);
+	json_begin_object(&w);
+	json_key(&w, "rawProfile");
+	/* base64 needs no escaping: the string goes through the writer unchanged */
+	err = http_base64(&raw, it->pprof, it->pprof_len);
+	if (err)
+		json_fail(&w, err);
+	json_string(&w, raw.buf ? raw.buf : "");
+	json_end_object(&w);
+	json_end_array(&w);
+	json_end_object(&w);
+	json_end_array(&w);
+	json_key(&w, "normalized");
+	json_bool(&w, true);
+	json_end_object(&w);
+	err = json_finish(&w);
+	strbuf_free(&raw);
 	if (!err)
 		err = strbuf_addf(&url, "%s/profiles/writeraw", h->url);
 	if (err) {

@@ -15,6 +15,7 @@
 #include "pystate/dump.h"
 #include "engine/engine.h"
 #include "lib/escape.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "symbolize/symtab.h"
 #include "lib/util.h"
@@ -257,30 +258,29 @@ static int text_frames(struct strbuf *sb, struct symtab *st, const struct symtab
 	return err;
 }
 
-static int json_str(struct strbuf *sb, const char *key, const char *v, bool comma);
+/* `"key":"value"` */
+static void json_str(struct json *w, const char *key, const char *v)
+{
+	json_key(w, key);
+	json_string(w, v);
+}
 
 /* Frames as the members of a JSON array: {"function", "file", "line"}. */
-static int json_frames(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
-		       const struct pw_frame *frames, uint32_t n)
+static void json_frames(struct json *w, struct symtab *st, const struct symtab_target *stt,
+			const struct pw_frame *frames, uint32_t n)
 {
-	bool first = true;
-	int err = 0;
-
-	for (uint32_t j = 0; j < n && !err; j++) {
+	for (uint32_t j = 0; j < n && !json_error(w); j++) {
 		struct frame_text ft;
 
 		if (!frame_text(st, stt, &frames[j], &ft))
 			continue;
-		err = strbuf_add(sb, first ? "{" : ",{", first ? 1 : 2);
-		first = false;
-		if (!err)
-			err = json_str(sb, "function", ft.name, false);
-		if (!err)
-			err = json_str(sb, "file", ft.file, true);
-		if (!err)
-			err = strbuf_addf(sb, ",\"line\":%d}", ft.line);
+		json_begin_object(w);
+		json_str(w, "function", ft.name);
+		json_str(w, "file", ft.file);
+		json_key(w, "line");
+		json_int(w, ft.line);
+		json_end_object(w);
 	}
-	return err;
 }
 
 static int print_async_text(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
@@ -355,8 +355,18 @@ static int print_async_text(struct strbuf *sb, struct symtab *st, const struct s
 	return err;
 }
 
-static int print_async_json(struct strbuf *sb, struct symtab *st, const struct symtab_target *stt,
-			    const struct dump *d)
+/* `"key":"0x..."`: an address, as a string since JSON numbers lose 64-bit precision */
+static void json_addr(struct json *w, const char *key, uint64_t addr)
+{
+	if (key)
+		json_key(w, key);
+	json_string_begin(w);
+	json_string_partf(w, "0x%llx", (unsigned long long)addr);
+	json_string_end(w);
+}
+
+static void print_async_json(struct json *w, struct symtab *st, const struct symtab_target *stt,
+			     const struct dump *d)
 {
 	static const char *const status[] = { [ASYNC_OK] = "ok",
 					      [ASYNC_UNSUPPORTED] = "unsupported",
@@ -364,50 +374,56 @@ static int print_async_json(struct strbuf *sb, struct symtab *st, const struct s
 					      [ASYNC_BAD_TABLE] = "bad table",
 					      [ASYNC_UNREADABLE] = "unreadable" };
 	const struct async_tasks *a = &d->aio;
-	int err;
 
-	err = strbuf_add(sb, ",\"asyncio\":{", 12);
-	if (!err)
-		err = json_str(sb, "status", status[a->status], false);
-	if (!err && a->status != ASYNC_OK && a->status != ASYNC_NOT_IMPORTED)
-		err = json_str(sb, "error", a->why, true);
-	if (!err)
-		err = json_str(sb, "table", a->table_file, true);
-	if (!err)
-		err = strbuf_addf(sb,
-				  ",\"tables_rejected\":%u,\"listed\":%zu,\"list_cut\":%s,"
-				  "\"unreadable\":%zu,\"tasks\":[",
-				  a->tables_rejected, a->listed, a->list_cut ? "true" : "false",
-				  a->unreadable);
-	for (size_t i = 0; i < a->ntasks && !err; i++) {
+	json_key(w, "asyncio");
+	json_begin_object(w);
+	json_str(w, "status", status[a->status]);
+	if (a->status != ASYNC_OK && a->status != ASYNC_NOT_IMPORTED)
+		json_str(w, "error", a->why);
+	json_str(w, "table", a->table_file);
+	json_key(w, "tables_rejected");
+	json_uint(w, a->tables_rejected);
+	json_key(w, "listed");
+	json_uint(w, a->listed);
+	json_key(w, "list_cut");
+	json_bool(w, a->list_cut);
+	json_key(w, "unreadable");
+	json_uint(w, a->unreadable);
+	json_key(w, "tasks");
+	json_begin_array(w);
+	for (size_t i = 0; i < a->ntasks && !json_error(w); i++) {
 		const struct async_task *k = &a->tasks[i];
 
-		err = strbuf_addf(sb, "%s{\"id\":\"0x%llx\"", i ? "," : "",
-				  (unsigned long long)k->addr);
-		if (!err && !k->name_unreadable)
-			err = json_str(sb, "name", k->name, true);
-		else if (!err)
-			err = strbuf_add(sb, ",\"name\":null", 12);
-		if (!err)
-			err = strbuf_addf(sb, ",\"thread\":%d,\"running\":%s,\"awaited_by\":[",
-					  task_tid(d, k), k->running ? "true" : "false");
-		for (uint32_t j = 0; j < k->nawaiters && !err; j++)
-			err = strbuf_addf(sb, "%s\"0x%llx\"", j ? "," : "",
-					  (unsigned long long)k->awaiters[j]);
-		if (!err)
-			err = strbuf_addf(sb,
-					  "],\"awaiters_cut\":%u,\"frames_cut\":%s,"
-					  "\"frames_unreadable\":%s,\"frames\":[",
-					  k->awaiters_cut, k->frames_cut ? "true" : "false",
-					  k->frames_unreadable ? "true" : "false");
-		if (!err)
-			err = json_frames(sb, st, stt, k->frames, k->nframes);
-		if (!err)
-			err = strbuf_add(sb, "]}", 2);
+		json_begin_object(w);
+		json_addr(w, "id", k->addr);
+		json_key(w, "name");
+		if (!k->name_unreadable)
+			json_string(w, k->name);
+		else
+			json_null(w);
+		json_key(w, "thread");
+		json_int(w, task_tid(d, k));
+		json_key(w, "running");
+		json_bool(w, k->running);
+		json_key(w, "awaited_by");
+		json_begin_array(w);
+		for (uint32_t j = 0; j < k->nawaiters; j++)
+			json_addr(w, NULL, k->awaiters[j]);
+		json_end_array(w);
+		json_key(w, "awaiters_cut");
+		json_uint(w, k->awaiters_cut);
+		json_key(w, "frames_cut");
+		json_bool(w, k->frames_cut);
+		json_key(w, "frames_unreadable");
+		json_bool(w, k->frames_unreadable);
+		json_key(w, "frames");
+		json_begin_array(w);
+		json_frames(w, st, stt, k->frames, k->nframes);
+		json_end_array(w);
+		json_end_object(w);
 	}
-	if (!err)
-		err = strbuf_add(sb, "]}", 2);
-	return err;
+	json_end_array(w);
+	json_end_object(w);
 }
 
 static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d)
@@ -463,85 +479,74 @@ static int print_text(struct strbuf *sb, struct symtab *st, const struct dump *d
 	return err;
 }
 
-static int json_str(struct strbuf *sb, const char *key, const char *v, bool comma)
-{
-	int err = strbuf_addf(sb, "%s\"%s\":\"", comma ? "," : "", key);
-
-	if (!err)
-		err = escape_json(sb, v);
-	if (!err)
-		err = strbuf_add(sb, "\"", 1);
-	return err;
-}
-
-static int print_json(struct strbuf *sb, struct symtab *st, const struct dump *d)
+/* One process's object; the first error is the writer's. */
+static void print_json(struct json *w, struct symtab *st, const struct dump *d)
 {
 	struct symtab_target stt = {
 		.id = 1, .pid = d->t.pid, .code_type = d->t.code_type, .lay = &d->t.ver.obj
 	};
 	char ver[32], why[96], state[2] = { 0 };
-	int err;
 
 	py_version_str(&d->t.ver, ver, sizeof(ver));
-	err = strbuf_addf(sb, "{\"pid\":%d", d->t.pid);
-	if (!err)
-		err = json_str(sb, "comm", d->t.comm, true);
-	if (!err)
-		err = json_str(sb, "python", ver, true);
-	if (!err)
-		err = strbuf_addf(sb, ",\"paused\":%s", d->paused ? "true" : "false");
-	if (!err)
-		err = strbuf_addf(sb,
-				  ",\"python_names\":{\"threads\":%zu,\"named\":%zu,"
-				  "\"unreadable\":%zu",
-				  d->names.nthreads, d->names.named, d->names.unreadable);
-	if (!err && d->names_err)
-		err = json_str(sb, "error", names_problem(d, why, sizeof(why)), true);
-	if (!err)
-		err = strbuf_add(sb, "},\"threads\":[", 13);
-	for (size_t i = 0; i < d->nthreads && !err; i++) {
+	json_begin_object(w);
+	json_key(w, "pid");
+	json_int(w, d->t.pid);
+	json_str(w, "comm", d->t.comm);
+	json_str(w, "python", ver);
+	json_key(w, "paused");
+	json_bool(w, d->paused);
+	json_key(w, "python_names");
+	json_begin_object(w);
+	json_key(w, "threads");
+	json_uint(w, d->names.nthreads);
+	json_key(w, "named");
+	json_uint(w, d->names.named);
+	json_key(w, "unreadable");
+	json_uint(w, d->names.unreadable);
+	if (d->names_err)
+		json_str(w, "error", names_problem(d, why, sizeof(why)));
+	json_end_object(w);
+	json_key(w, "threads");
+	json_begin_array(w);
+	for (size_t i = 0; i < d->nthreads && !json_error(w); i++) {
 		const struct dump_thread *t = &d->threads[i];
 
 		state[0] = t->state ? t->state : '?';
-		err = strbuf_addf(sb, "%s{\"tid\":%d,\"thread_id\":%llu", i ? "," : "", t->tid,
-				  (unsigned long long)t->thread_id);
-		if (!err)
-			err = json_str(sb, "name", t->name, true);
+		json_begin_object(w);
+		json_key(w, "tid");
+		json_int(w, t->tid);
+		json_key(w, "thread_id");
+		json_uint(w, t->thread_id);
+		json_str(w, "name", t->name);
 		/* null: threading does not name it (or its name could not be read) */
-		if (!err && t->pyname[0])
-			err = json_str(sb, "python_name", t->pyname, true);
-		else if (!err)
-			err = strbuf_add(sb, ",\"python_name\":null", 19);
-		if (!err)
-			err = json_str(sb, "state", state, true);
-		if (!err)
-			err = json_str(sb, "wchan", t->wchan, true);
+		json_key(w, "python_name");
+		if (t->pyname[0])
+			json_string(w, t->pyname);
+		else
+			json_null(w);
+		json_str(w, "state", state);
+		json_str(w, "wchan", t->wchan);
 		/* null: its Python does not tell */
-		if (!err)
-			err = strbuf_addf(sb, ",\"holds_gil\":%s",
-					  !(t->gil & PW_SF_GIL_KNOWN) ? "null"
-					  : (t->gil & PW_SF_GIL_HELD) ? "true"
-								      : "false");
-		if (!err)
-			err = json_str(sb, "status",
-				       t->outcome == PW_OUT_SHIPPED ? "ok"
-				       : t->moved		    ? "ran while read"
-						  : engine_outcome_label(t->outcome, false),
-				       true);
-		if (!err)
-			err = strbuf_add(sb, ",\"frames\":[", 11);
-		if (!err && t->outcome == PW_OUT_SHIPPED)
-			err = json_frames(sb, st, &stt, t->frames, t->nframes);
-		if (!err)
-			err = strbuf_add(sb, "]}", 2);
+		json_key(w, "holds_gil");
+		if (!(t->gil & PW_SF_GIL_KNOWN))
+			json_null(w);
+		else
+			json_bool(w, t->gil & PW_SF_GIL_HELD);
+		json_str(w, "status",
+			 t->outcome == PW_OUT_SHIPPED ? "ok"
+			 : t->moved		      ? "ran while read"
+						      : engine_outcome_label(t->outcome, false));
+		json_key(w, "frames");
+		json_begin_array(w);
+		if (t->outcome == PW_OUT_SHIPPED)
+			json_frames(w, st, &stt, t->frames, t->nframes);
+		json_end_array(w);
+		json_end_object(w);
 	}
-	if (!err)
-		err = strbuf_add(sb, "]", 1);
-	if (!err && d->async_read)
-		err = print_async_json(sb, st, &stt, d);
-	if (!err)
-		err = strbuf_add(sb, "}", 1);
-	return err;
+	json_end_array(w);
+	if (d->async_read)
+		print_async_json(w, st, &stt, d);
+	json_end_object(w);
 }
 
 int cmd_dump(int argc, char **argv)
@@ -555,6 +560,7 @@ int cmd_dump(int argc, char **argv)
 				 .ctx = &c };
 	struct symtab *st;
 	struct strbuf sb = { 0 };
+	struct json w;
 	int r, ret = EXIT_OK;
 
 	r = cli_parse(argc, argv, &spec, NULL, NULL);
@@ -567,8 +573,12 @@ int cmd_dump(int argc, char **argv)
 		pw_err("out of memory\n");
 		return EXIT_FAIL;
 	}
-	if (c.json)
-		strbuf_add(&sb, "{\"processes\":[", 14);
+	json_init(&w, &sb, false);
+	if (c.json) {
+		json_begin_object(&w);
+		json_key(&w, "processes");
+		json_begin_array(&w);
+	}
 	for (size_t i = 0; i < c.npids; i++) {
 		struct dump d;
 		char why[512] = "";
@@ -581,9 +591,8 @@ int cmd_dump(int argc, char **argv)
 			continue;
 		}
 		if (c.json) {
-			if (sb.len > 14 && sb.buf[sb.len - 1] == '}')
-				strbuf_add(&sb, ",", 1);
-			err = print_json(&sb, st, &d);
+			print_json(&w, st, &d);
+			err = json_error(&w);
 		} else {
 			if (sb.len)
 				strbuf_add(&sb, "\n", 1);
@@ -597,8 +606,13 @@ int cmd_dump(int argc, char **argv)
 			break;
 		}
 	}
-	if (c.json)
-		strbuf_add(&sb, "]}\n", 3);
+	if (c.json) {
+		json_end_array(&w);
+		json_end_object(&w);
+		json_break(&w);
+		if (json_finish(&w))
+			ret = EXIT_FAIL;
+	}
 	if (sb.len && fwrite(sb.buf, 1, sb.len, stdout) != sb.len)
 		ret = EXIT_FAIL;
 	if (fflush(stdout))

@@ -14,6 +14,7 @@
 #include "profile/calltree.h"
 #include "lib/pywalk.h"
 #include "lib/escape.h"
+#include "lib/json.h"
 #include "output/out.h"
 
 #include "flame_html.h" /* generated from user/output/assets/flame.html: flame_html[_len] */
@@ -23,61 +24,48 @@
 
 /* "nodes":[frame,depth,self,...] in preorder, children by label; the root is implicit.
  * pos[node id] = its index in the page (0 the root). */
-static int add_nodes(const struct calltree *t, struct strbuf *sb, uint32_t *pos)
+static void add_nodes(const struct calltree *t, struct json *w, uint32_t *pos)
 {
 	uint32_t *order = calltree_preorder(t);
-	int err = strbuf_add(sb, "\"nodes\":[", 9);
 
-	if (!order)
-		err = -ENOMEM;
-	for (size_t i = 0; i < t->nnodes && !err; i++)
+	json_key(w, "nodes");
+	json_begin_array(w);
+	if (!order) {
+		json_fail(w, -ENOMEM);
+		return;
+	}
+	for (size_t i = 0; i < t->nnodes; i++)
 		pos[order[i]] = (uint32_t)i;
 	/* order[0] is the root */
-	for (size_t i = 1; i < t->nnodes && !err; i++) {
+	for (size_t i = 1; i < t->nnodes && !json_error(w); i++) {
 		const struct calltree_node *n = &t->nodes[order[i]];
 
 		/* a line break every 8 nodes keeps the file readable for diff and grep */
-		err = strbuf_addf(sb, "%s%u,%u,%llu",
-				  i == 1	? "\n"
-				  : (i - 1) % 8 ? ","
-						: ",\n",
-				  n->frame, n->depth, (unsigned long long)n->self);
+		if ((i - 1) % 8 == 0)
+			json_break(w);
+		json_uint(w, n->frame);
+		json_uint(w, n->depth);
+		json_uint(w, n->self);
 	}
-	if (!err)
-		err = strbuf_add(sb, "]", 1);
+	json_end_array(w);
 	free(order);
-	return err;
-}
-
-static int add_json_str(struct strbuf *sb, const char *s)
-{
-	int err = strbuf_add(sb, "\"", 1);
-
-	if (!err)
-		err = escape_json_script(sb, s);
-	if (!err)
-		err = strbuf_add(sb, "\"", 1);
-	return err;
 }
 
 /* "unsafe":[first,last,...]: the non-ASCII code points the page must not draw raw, from
  * the one list every writer uses, so the page cannot drift from the other outputs. */
-static int add_unsafe(struct strbuf *sb)
+static void add_unsafe(struct json *w)
 {
-	int err = strbuf_add(sb, ",\"unsafe\":[", 11);
-	bool first = true;
-
-	for (size_t i = 0; i < escape_unsafe_nranges && !err; i++) {
+	json_key(w, "unsafe");
+	json_begin_array(w);
+	for (size_t i = 0; i < escape_unsafe_nranges; i++) {
 		uint32_t lo = escape_unsafe_ranges[i].first, hi = escape_unsafe_ranges[i].last;
 
 		if (hi < 0x80)
 			continue; /* ASCII controls: the page shows them as before */
-		err = strbuf_addf(sb, "%s%u,%u", first ? "" : ",", lo < 0x80 ? 0x80 : lo, hi);
-		first = false;
+		json_uint(w, lo < 0x80 ? 0x80 : lo);
+		json_uint(w, hi);
 	}
-	if (!err)
-		err = strbuf_add(sb, "]", 1);
-	return err;
+	json_end_array(w);
 }
 
 struct who_ref {
@@ -96,87 +84,92 @@ static int cmp_who(const void *a, const void *b)
 	return (x->stack > y->stack) - (x->stack < y->stack);
 }
 
-/* ,"threads":[["thread (TID)","comm (PID)"],...],"stacks":[node,thread,samples,...]: what
+/* "threads":[["thread (TID)","comm (PID)"],...],"stacks":[node,thread,samples,...]: what
  * each thread counted at each node, for the page's thread and process filter. */
-static int add_threads(const struct calltree *t, struct strbuf *sb, const uint32_t *pos)
+static void add_threads(const struct calltree *t, struct json *w, const uint32_t *pos)
 {
 	const struct agg *agg = profile__agg(t->p);
 	size_t n = agg__nstacks(agg), nthreads = 0, i;
-	struct who_ref *w = malloc((n ? n : 1) * sizeof(*w));
+	struct who_ref *wr = malloc((n ? n : 1) * sizeof(*wr));
 	uint32_t *thread = malloc((n ? n : 1) * sizeof(*thread));
-	int err = w && thread ? strbuf_addf(sb, ",\n\"threads\":[") : -ENOMEM;
 
-	for (i = 0; i < n && !err; i++) {
+	json_key(w, "threads");
+	json_begin_array(w);
+	if (!wr || !thread) {
+		json_fail(w, -ENOMEM);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		w[i] = (struct who_ref){ .proc = s->proc, .tid = s->tid, .stack = i };
+		wr[i] = (struct who_ref){ .proc = s->proc, .tid = s->tid, .stack = i };
 	}
-	if (!err)
-		qsort(w, n, sizeof(*w), cmp_who);
-	for (i = 0; i < n && !err; i++) {
+	qsort(wr, n, sizeof(*wr), cmp_who);
+	for (i = 0; i < n && !json_error(w); i++) {
 		const struct profile_process *pr;
 		char tag[PROFILE_TAG_SIZE];
-		struct strbuf label = { 0 };
 
-		if (i && w[i].proc == w[i - 1].proc && w[i].tid == w[i - 1].tid) {
-			thread[w[i].stack] = (uint32_t)nthreads - 1;
+		if (i && wr[i].proc == wr[i - 1].proc && wr[i].tid == wr[i - 1].tid) {
+			thread[wr[i].stack] = (uint32_t)nthreads - 1;
 			continue;
 		}
-		thread[w[i].stack] = (uint32_t)nthreads++;
-		pr = profile__process(t->p, w[i].proc);
-		profile__process_tag(t->p, w[i].proc, tag, sizeof(tag));
-		err = strbuf_addf(&label, "%s (%u)",
-				  profile__proc_thread_name(t->p, w[i].proc, w[i].tid), w[i].tid);
-		if (!err)
-			err = strbuf_add(sb, nthreads > 1 ? ",\n[" : "\n[", nthreads > 1 ? 3 : 2);
-		if (!err)
-			err = add_json_str(sb, label.buf);
-		strbuf_free(&label);
-		if (!err)
-			err = strbuf_addf(&label, "%s%s", pr ? pr->comm : "?", tag);
-		if (!err)
-			err = strbuf_add(sb, ",", 1);
-		if (!err)
-			err = add_json_str(sb, label.buf);
-		strbuf_free(&label);
-		if (!err)
-			err = strbuf_add(sb, "]", 1);
+		thread[wr[i].stack] = (uint32_t)nthreads++;
+		pr = profile__process(t->p, wr[i].proc);
+		profile__process_tag(t->p, wr[i].proc, tag, sizeof(tag));
+		json_break(w);
+		json_begin_array(w);
+		json_string_begin(w);
+		json_string_partf(w, "%s (%u)",
+				  profile__proc_thread_name(t->p, wr[i].proc, wr[i].tid),
+				  wr[i].tid);
+		json_string_end(w);
+		json_string_begin(w);
+		json_string_partf(w, "%s%s", pr ? pr->comm : "?", tag);
+		json_string_end(w);
+		json_end_array(w);
 	}
-	if (!err)
-		err = strbuf_addf(sb, "],\n\"stacks\":[");
-	for (i = 0; i < n && !err; i++)
-		err = strbuf_addf(sb, "%s%u,%u,%llu", i ? (i % 8 ? "," : ",\n") : "",
-				  pos[t->stack_node[i]], thread[i],
-				  (unsigned long long)agg__stack(agg, i)->count);
-	if (!err)
-		err = strbuf_add(sb, "]", 1);
-	free(w);
+	json_end_array(w);
+	json_break(w);
+	json_key(w, "stacks");
+	json_begin_array(w);
+	for (i = 0; i < n && !json_error(w); i++) {
+		if (i && i % 8 == 0)
+			json_break(w);
+		json_uint(w, pos[t->stack_node[i]]);
+		json_uint(w, thread[i]);
+		json_uint(w, agg__stack(agg, i)->count);
+	}
+	json_end_array(w);
+out:
+	free(wr);
 	free(thread);
-	return err;
+}
+
+/* "kernel":[name string ids]: the frames the page colours as kernel (or native) code, left
+ * out when there are none. By name, which both of the page's views (by line, by function)
+ * keep. */
+static void add_kind_names(const struct calltree *t, struct json *w, const char *key,
+			   enum frame_kind kind)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < t->nframes; i++) {
+		if (t->frames[i].kind != kind)
+			continue;
+		if (first) {
+			json_key(w, key);
+			json_begin_array(w);
+		}
+		json_uint(w, t->frames[i].name);
+		first = false;
+	}
+	if (!first) {
+		json_end_array(w);
+		json_break(w);
+	}
 }
 
 /* The page title (HTML text) and the document title inside the data (JSON). */
-/* "kernel":[name string ids],: the frames the page colours as kernel (or native) code,
- * left out when there are none. By name, which both of the page's views (by line, by
- * function) keep. */
-static int add_kind_names(const struct calltree *t, struct strbuf *sb, const char *key,
-			  enum frame_kind kind)
-{
-	bool first = true;
-	int err = 0;
-
-	for (size_t i = 0; i < t->nframes && !err; i++) {
-		if (t->frames[i].kind != kind)
-			continue;
-		if (first)
-			err = strbuf_addf(sb, "\"%s\":[", key);
-		if (!err)
-			err = strbuf_addf(sb, first ? "%u" : ",%u", t->frames[i].name);
-		first = false;
-	}
-	return err || first ? err : strbuf_add(sb, "],\n", 3);
-}
-
 static int make_title(const struct profile *p, struct strbuf *title)
 {
 	const struct agg *agg = profile__agg(p);
@@ -198,58 +191,67 @@ static int make_title(const struct profile *p, struct strbuf *title)
 static int add_data(const struct calltree *h, struct strbuf *sb, const char *title)
 {
 	const struct profile_sampling *smp = profile__sampling(h->p);
-	uint32_t *pos = NULL;
-	int err;
+	uint32_t *pos = malloc((h->nnodes ? h->nnodes : 1) * sizeof(*pos));
+	struct json w;
 
-	err = strbuf_addf(sb,
-			  "{\"version\":1,\"exporter\":\"pywalk %s\",\"title\":", PYWALK_VERSION);
-	if (!err)
-		err = add_json_str(sb, title);
-	if (!err)
-		err = add_unsafe(sb);
-	if (!err)
-		err = strbuf_addf(
-			sb,
-			",\"unit\":\"%s\",\"total\":%llu,\"root_self\":%llu,\"frequency_hz\":%u,"
-			"\"period_ns\":%llu,\"start_ns\":%llu,\"duration_ns\":%llu,\n"
-			"\"strings\":[",
-			profile__counts_ns(h->p) ? "nanoseconds" : "samples",
-			(unsigned long long)agg__total(profile__agg(h->p)),
-			(unsigned long long)h->nodes[0].self, smp->frequency_hz,
-			(unsigned long long)profile__period_ns(h->p),
-			(unsigned long long)smp->start_ns,
-			(unsigned long long)profile__duration_ns(h->p));
-	for (size_t i = 0; i < strtab__count(h->strs) && !err; i++) {
-		err = strbuf_add(sb, i ? ",\n" : "\n", i ? 2 : 1);
-		if (!err)
-			err = add_json_str(sb, strtab__get(h->strs, i));
+	/* the data sits in a <script> element: no '<', '>' or '&' in it */
+	json_init(&w, sb, true);
+	json_begin_object(&w);
+	json_key(&w, "version");
+	json_uint(&w, 1);
+	json_key(&w, "exporter");
+	json_string(&w, "pywalk " PYWALK_VERSION);
+	json_key(&w, "title");
+	json_string(&w, title);
+	add_unsafe(&w);
+	json_key(&w, "unit");
+	json_string(&w, profile__counts_ns(h->p) ? "nanoseconds" : "samples");
+	json_key(&w, "total");
+	json_uint(&w, agg__total(profile__agg(h->p)));
+	json_key(&w, "root_self");
+	json_uint(&w, h->nodes[0].self);
+	json_key(&w, "frequency_hz");
+	json_uint(&w, smp->frequency_hz);
+	json_key(&w, "period_ns");
+	json_uint(&w, profile__period_ns(h->p));
+	json_key(&w, "start_ns");
+	json_uint(&w, smp->start_ns);
+	json_key(&w, "duration_ns");
+	json_uint(&w, profile__duration_ns(h->p));
+	json_break(&w);
+	json_key(&w, "strings");
+	json_begin_array(&w);
+	for (size_t i = 0; i < strtab__count(h->strs) && !json_error(&w); i++) {
+		json_break(&w);
+		json_string(&w, strtab__get(h->strs, i));
 	}
+	json_end_array(&w);
+	json_break(&w);
 	/* frames: [name, file (-1: a root frame), line] flattened */
-	if (!err)
-		err = strbuf_add(sb, "],\n\"frames\":[", 13);
-	for (size_t i = 0; i < h->nframes && !err; i++) {
+	json_key(&w, "frames");
+	json_begin_array(&w);
+	for (size_t i = 0; i < h->nframes && !json_error(&w); i++) {
 		const struct calltree_frame *f = &h->frames[i];
 
-		err = strbuf_addf(sb, "%s%u,%lld,%d", i ? (i % 8 ? "," : ",\n") : "", f->name,
-				  f->file == CALLTREE_NONE ? -1ll : (long long)f->file, f->line);
+		if (i && i % 8 == 0)
+			json_break(&w);
+		json_uint(&w, f->name);
+		json_int(&w, f->file == CALLTREE_NONE ? -1 : (int64_t)f->file);
+		json_int(&w, f->line);
 	}
-	if (!err)
-		err = strbuf_add(sb, "],\n", 3);
-	if (!err)
-		err = add_kind_names(h, sb, "kernel", FRAME_KERNEL);
-	if (!err)
-		err = add_kind_names(h, sb, "native", FRAME_NATIVE);
-	pos = malloc((h->nnodes ? h->nnodes : 1) * sizeof(*pos));
-	if (!err && !pos)
-		err = -ENOMEM;
-	if (!err)
-		err = add_nodes(h, sb, pos);
-	if (!err)
-		err = add_threads(h, sb, pos);
-	if (!err)
-		err = strbuf_add(sb, "}", 1);
+	json_end_array(&w);
+	json_break(&w);
+	add_kind_names(h, &w, "kernel", FRAME_KERNEL);
+	add_kind_names(h, &w, "native", FRAME_NATIVE);
+	if (pos)
+		add_nodes(h, &w, pos);
+	else
+		json_fail(&w, -ENOMEM);
+	json_break(&w);
+	add_threads(h, &w, pos);
+	json_end_object(&w);
 	free(pos);
-	return err;
+	return json_finish(&w);
 }
 
 /* Write the template from *pos up to `mark`, then step over the mark. */

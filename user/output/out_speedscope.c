@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/pywalk.h"
-#include "lib/escape.h"
+#include "lib/json.h"
 #include "output/out.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
@@ -42,100 +42,77 @@ static int cmp_stack_ref(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* `"key":"escaped value"` */
-static int add_str_member(struct strbuf *sb, const char *key, const char *value)
-{
-	int err = strbuf_addf(sb, "\"%s\":\"", key);
-
-	if (!err)
-		err = escape_json(sb, value);
-	if (!err)
-		err = strbuf_add(sb, "\"", 1);
-	return err;
-}
-
-/* "name":"NAME SUFFIX", the name escaped (the suffix is pywalk's own text) */
-static int add_name_member(struct strbuf *sb, const char *name, const char *suffix)
-{
-	int err = strbuf_add(sb, "\"name\":\"", 8);
-
-	if (!err)
-		err = escape_json(sb, name);
-	if (!err)
-		err = strbuf_addf(sb, "%s\"", suffix);
-	return err;
-}
-
-/* "comm (PID[, ns N, container ID])": the tag is digits and hex, it needs no escaping */
-static int add_process_name(struct strbuf *sb, const struct profile *p, uint32_t proc)
+/* "comm (PID[, ns N, container ID])" as part of a string */
+static void add_process_name(struct json *w, const struct profile *p, uint32_t proc)
 {
 	const struct profile_process *pr = profile__process(p, proc);
 	char tag[PROFILE_TAG_SIZE];
-	int err = escape_json(sb, pr ? pr->comm : "?");
 
 	profile__process_tag(p, proc, tag, sizeof(tag));
-	return err ? err : strbuf_add(sb, tag, strlen(tag));
+	json_string_part(w, pr ? pr->comm : "?");
+	json_string_part(w, tag);
 }
 
 /* `"name":"[PROBE / ][PROCESS / ]THREAD (TID)"` (probe 0: none) */
-static int add_profile_name(struct strbuf *sb, const struct profile *p, uint32_t probe,
-			    uint32_t proc, uint32_t tid)
+static void add_profile_name(struct json *w, const struct profile *p, uint32_t probe, uint32_t proc,
+			     uint32_t tid)
 {
 	const struct profile_opts *o = profile__opts(p);
-	int err = strbuf_add(sb, "\"name\":\"", 8);
 
-	if (!err && probe && probe < PW_MAX_PROBES && o->probe_names[probe]) {
-		err = escape_json(sb, o->probe_names[probe]);
-		if (!err)
-			err = strbuf_add(sb, " / ", 3);
+	json_key(w, "name");
+	json_string_begin(w);
+	if (probe && probe < PW_MAX_PROBES && o->probe_names[probe]) {
+		json_string_part(w, o->probe_names[probe]);
+		json_string_part(w, " / ");
 	}
-	if (!err && o->by_process) {
-		err = add_process_name(sb, p, proc);
-		if (!err)
-			err = strbuf_add(sb, " / ", 3);
+	if (o->by_process) {
+		add_process_name(w, p, proc);
+		json_string_part(w, " / ");
 	}
-	if (!err)
-		err = escape_json(sb, profile__proc_thread_name(p, proc, tid));
-	if (!err)
-		err = strbuf_addf(sb, " (%u)\"", tid);
-	return err;
+	json_string_part(w, profile__proc_thread_name(p, proc, tid));
+	json_string_partf(w, " (%u)", tid);
+	json_string_end(w);
 }
 
-/* `,"name":...,` of the document: the process, or a plain title when there are several */
-static int add_doc_name(struct strbuf *sb, const struct profile *p, const struct stack_ref *refs,
-			size_t n)
+/* The document's "name": the process, or a plain title when there are several */
+static void add_doc_name(struct json *w, const struct profile *p, const struct stack_ref *refs,
+			 size_t n)
 {
-	int err;
-
-	if (!n || profile__opts(p)->by_process)
-		return strbuf_addf(sb, ",\"name\":\"pywalk: %s\",\n",
-				   n ? "several processes" : "no samples");
-	err = strbuf_add(sb, ",\"name\":\"", 9);
-	if (!err)
-		err = add_process_name(sb, p, refs[0].proc);
-	if (!err)
-		err = strbuf_add(sb, "\",\n", 3);
-	return err;
+	json_key(w, "name");
+	if (!n || profile__opts(p)->by_process) {
+		json_string(w, n ? "pywalk: several processes" : "pywalk: no samples");
+		return;
+	}
+	json_string_begin(w);
+	add_process_name(w, p, refs[0].proc);
+	json_string_end(w);
 }
 
-/* The frames in order of first use, as JSON objects; fills map (agg frame id -> index). */
-static int add_frames(struct strbuf *sb, const struct profile *p, const struct stack_ref *refs,
-		      size_t n, uint32_t *map)
+/* "shared":{"frames":[...]}: the frames in order of first use; fills map (agg frame id ->
+ * index). */
+static void add_frames(struct json *w, const struct profile *p, const struct stack_ref *refs,
+		       size_t n, uint32_t *map)
 {
 	const struct agg *agg = profile__agg(p);
 	const struct symtab *st = profile__symtab(p);
 	size_t nfuncs = symtab__nfuncs(st);
 	/* machine code frames are one frame per function, whatever address in it ran */
 	uint32_t next = 0, *by_func = malloc((nfuncs ? nfuncs : 1) * sizeof(*by_func));
-	int err = by_func ? strbuf_add(sb, "\"shared\":{\"frames\":[", 20) : -ENOMEM;
 
-	if (by_func)
-		memset(by_func, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*by_func));
-	for (size_t i = 0; i < n && !err; i++) {
+	json_key(w, "shared");
+	json_begin_object(w);
+	json_key(w, "frames");
+	json_begin_array(w);
+	if (!by_func) {
+		json_fail(w, -ENOMEM);
+		return;
+	}
+	memset(by_func, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*by_func));
+	for (size_t i = 0; i < n && !json_error(w); i++) {
 		const struct agg_stack *s = agg__stack(agg, refs[i].index);
 		const uint32_t *ids = agg__stack_frames(agg, s);
 
-		for (uint32_t j = 0; j < s->nframes && !err; j++) {
+		for (uint32_t j = 0; j < s->nframes; j++) {
 			const struct agg_frame *fr = agg__frame(agg, ids[j]);
 			enum frame_kind kind = symtab__func_kind(st, fr->func);
 			bool machine = frame_kind_is_machine(kind) && fr->func < nfuncs;
@@ -146,41 +123,73 @@ static int add_frames(struct strbuf *sb, const struct profile *p, const struct s
 				map[ids[j]] = by_func[fr->func];
 				continue;
 			}
-			err = next ? strbuf_add(sb, ",\n{", 3) : strbuf_add(sb, "\n{", 2);
 			if (machine)
 				by_func[fr->func] = next;
 			map[ids[j]] = next++;
+			json_break(w);
+			json_begin_object(w);
 			/* "do_syscall_64 [kernel]": speedscope shows names only */
-			if (!err)
-				err = add_name_member(sb, symtab__func_name(st, fr->func),
-						      frame_kind_suffix(kind));
-			if (!err)
-				err = strbuf_add(sb, ",", 1);
-			if (!err)
-				err = add_str_member(sb, "file", symtab__func_file(st, fr->func));
+			json_key(w, "name");
+			json_string_begin(w);
+			json_string_part(w, symtab__func_name(st, fr->func));
+			json_string_part(w, frame_kind_suffix(kind));
+			json_string_end(w);
+			json_key(w, "file");
+			json_string(w, symtab__func_file(st, fr->func));
 			/* line 0: the line table had no line for the instruction */
-			if (!err && fr->line > 0)
-				err = strbuf_addf(sb, ",\"line\":%d", fr->line);
-			if (!err)
-				err = strbuf_add(sb, "}", 1);
+			if (fr->line > 0) {
+				json_key(w, "line");
+				json_int(w, fr->line);
+			}
+			json_end_object(w);
 		}
 	}
-	if (!err)
-		err = strbuf_add(sb, "]},\n", 4);
+	json_end_array(w);
+	json_end_object(w);
 	free(by_func);
-	return err;
+}
+
+/* `"type":"sampled","name":..,"unit":..,"startValue":0,"endValue":END,` and the "samples" key:
+ * the part a sampled profile opens with */
+static void add_profile_head(struct json *w, const struct profile *p, uint32_t probe, uint32_t proc,
+			     uint32_t tid, bool ns, uint64_t end)
+{
+	json_begin_object(w);
+	json_key(w, "type");
+	json_string(w, "sampled");
+	add_profile_name(w, p, probe, proc, tid);
+	json_key(w, "unit");
+	json_string(w, ns ? "nanoseconds" : "none");
+	json_key(w, "startValue");
+	json_uint(w, 0);
+	json_key(w, "endValue");
+	json_uint(w, end);
+	json_break(w);
+	json_key(w, "samples");
+}
+
+/* One sample: its frame indexes, root first */
+static void add_sample(struct json *w, const struct agg *agg, size_t stack, const uint32_t *map)
+{
+	const struct agg_stack *s = agg__stack(agg, stack);
+	const uint32_t *ids = agg__stack_frames(agg, s);
+
+	json_break(w);
+	json_begin_array(w);
+	for (uint32_t j = 0; j < s->nframes; j++)
+		json_uint(w, map[ids[j]]);
+	json_end_array(w);
 }
 
 /* One "sampled" profile for the stacks refs[0..n) of one thread. */
-static int add_profile(struct strbuf *sb, const struct profile *p, const struct stack_ref *refs,
-		       size_t n, const uint32_t *map)
+static void add_profile(struct json *w, const struct profile *p, const struct stack_ref *refs,
+			size_t n, const uint32_t *map)
 {
 	const struct agg *agg = profile__agg(p);
 	const struct profile_opts *o = profile__opts(p);
 	uint64_t period_ns = profile__period_ns(p), weight = period_ns ? period_ns : 1, end = 0;
 	bool ns = period_ns != 0;
 	size_t i;
-	int err;
 
 	if (o->nprobes) {
 		/* a probe's hits have no period: they count once, or weigh nanoseconds */
@@ -189,56 +198,36 @@ static int add_profile(struct strbuf *sb, const struct profile *p, const struct 
 	}
 	for (i = 0; i < n; i++)
 		end += agg__stack(agg, refs[i].index)->count * weight;
-	err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
-	if (!err)
-		err = add_profile_name(sb, p, refs[0].probe, refs[0].proc, refs[0].tid);
-	if (!err)
-		err = strbuf_addf(sb,
-				  ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n"
-				  "\"samples\":[",
-				  ns ? "nanoseconds" : "none", (unsigned long long)end);
-	for (i = 0; i < n && !err; i++) {
-		const struct agg_stack *s = agg__stack(agg, refs[i].index);
-		const uint32_t *ids = agg__stack_frames(agg, s);
-
-		err = strbuf_add(sb, i ? ",\n[" : "\n[", i ? 3 : 2);
-		for (uint32_t j = 0; j < s->nframes && !err; j++)
-			err = strbuf_addf(sb, j ? ",%u" : "%u", map[ids[j]]);
-		if (!err)
-			err = strbuf_add(sb, "]", 1);
-	}
-	if (!err)
-		err = strbuf_add(sb, "],\n\"weights\":[", 14);
-	for (i = 0; i < n && !err; i++) {
-		uint64_t w = agg__stack(agg, refs[i].index)->count * weight;
-
-		err = strbuf_addf(sb, i ? ",%llu" : "%llu", (unsigned long long)w);
-	}
-	if (!err)
-		err = strbuf_add(sb, "]}", 2);
-	return err;
+	add_profile_head(w, p, refs[0].probe, refs[0].proc, refs[0].tid, ns, end);
+	json_begin_array(w);
+	for (i = 0; i < n && !json_error(w); i++)
+		add_sample(w, agg, refs[i].index, map);
+	json_end_array(w);
+	json_break(w);
+	json_key(w, "weights");
+	json_begin_array(w);
+	for (i = 0; i < n && !json_error(w); i++)
+		json_uint(w, agg__stack(agg, refs[i].index)->count * weight);
+	json_end_array(w);
+	json_end_object(w);
 }
 
 /* `{"$schema":..,"exporter":..,"name":..,"shared":{"frames":[..]},"profiles":[`, the frames
  * those of the stacks refs[0..n) (map: agg frame id -> index, NO_INDEX filled) */
-static int add_head(struct strbuf *sb, const struct profile *p, const struct stack_ref *refs,
-		    size_t n, uint32_t *map)
+static void add_head(struct json *w, const struct profile *p, const struct stack_ref *refs,
+		     size_t n, uint32_t *map)
 {
-	int err = strbuf_add(sb, "{", 1);
-
-	if (!err)
-		err = add_str_member(sb, "$schema", SCHEMA_URL);
-	if (!err)
-		err = strbuf_add(sb, ",", 1);
-	if (!err)
-		err = add_str_member(sb, "exporter", "pywalk " PYWALK_VERSION);
-	if (!err)
-		err = add_doc_name(sb, p, refs, n);
-	if (!err)
-		err = add_frames(sb, p, refs, n, map);
-	if (!err)
-		err = strbuf_add(sb, "\"profiles\":[", 12);
-	return err;
+	json_begin_object(w);
+	json_key(w, "$schema");
+	json_string(w, SCHEMA_URL);
+	json_key(w, "exporter");
+	json_string(w, "pywalk " PYWALK_VERSION);
+	add_doc_name(w, p, refs, n);
+	json_break(w);
+	add_frames(w, p, refs, n, map);
+	json_break(w);
+	json_key(w, "profiles");
+	json_begin_array(w);
 }
 
 /* Every agg stack as a ref, and the frame map, allocated; NULL refs on ENOMEM. */
@@ -262,11 +251,18 @@ static int all_stacks(const struct profile *p, struct stack_ref **refs, uint32_t
 	return 0;
 }
 
-static int finish(FILE *f, struct strbuf *sb, size_t active, int err)
+/* `],"activeProfileIndex":N}` and the document out to f */
+static int finish(FILE *f, struct json *w, size_t active, int err)
 {
+	json_end_array(w);
+	json_break(w);
+	json_key(w, "activeProfileIndex");
+	json_uint(w, active);
+	json_end_object(w);
+	json_break(w);
 	if (!err)
-		err = strbuf_addf(sb, "],\n\"activeProfileIndex\":%zu}\n", active);
-	if (!err && fwrite(sb->buf, 1, sb->len, f) != sb->len)
+		err = json_finish(w);
+	if (!err && fwrite(w->sb->buf, 1, w->sb->len, f) != w->sb->len)
 		err = -EIO;
 	if (!err && ferror(f))
 		err = -EIO;
@@ -282,14 +278,16 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 	uint64_t best = 0, weight;
 	size_t active = 0;
 	struct strbuf sb = { 0 };
+	struct json w;
 	int err = all_stacks(p, &refs, &map);
 
+	json_init(&w, &sb, false);
 	/* group by probe and thread; within one, the agg's order (first seen) */
 	if (!err) {
 		qsort(refs, n, sizeof(*refs), cmp_stack_ref);
-		err = add_head(&sb, p, refs, n, map);
+		add_head(&w, p, refs, n, map);
 	}
-	for (start = 0; start < n && !err; start = i) {
+	for (start = 0; start < n && !err && !json_error(&w); start = i) {
 		weight = 0;
 		for (i = start; i < n && same_profile(&refs[i], &refs[start]); i++)
 			weight += agg__stack(agg, refs[i].index)->count;
@@ -299,11 +297,10 @@ int out_speedscope_write(FILE *f, const struct profile *p)
 			active = nprofiles;
 		}
 		if (nprofiles++)
-			err = strbuf_add(&sb, ",\n", 2);
-		if (!err)
-			err = add_profile(&sb, p, refs + start, i - start, map);
+			json_break(&w); /* the first right after the '[' */
+		add_profile(&w, p, refs + start, i - start, map);
 	}
-	err = finish(f, &sb, active, err);
+	err = finish(f, &w, active, err);
 	strbuf_free(&sb);
 	free(map);
 	free(refs);
@@ -333,76 +330,71 @@ static int cmp_timed(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* One thread's samples ev[0..n), in the order taken, on a time axis starting at t0, into
- * `samples` and `weights`: a gap between two samples is an empty sample (speedscope shows
- * nothing there), and a sample that begins before the previous one ended (a sampling period
- * that overlaps a wait, timer jitter) starts at its end, so that every sample keeps its full
- * weight and the totals are the flame graph's. *end: where the last one ends. */
-static int add_timed_samples(struct strbuf *samples, struct strbuf *weights,
-			     const struct profile *p, const struct timed *ev, size_t n, uint64_t t0,
-			     const uint32_t *map, uint64_t *end)
-{
-	const struct agg *agg = profile__agg(p);
-	uint64_t cursor = 0;
-	int err = 0;
+/* A timeline sample: a stack, or an empty one (a gap), and the time it stands for */
+struct slot {
+	size_t stack; /* GAP: none */
+	uint64_t ns;
+};
+#define GAP SIZE_MAX
 
-	for (size_t i = 0; i < n && !err; i++) {
+/* One thread's samples ev[0..n), in the order taken, on a time axis starting at t0, as slots
+ * (at most 2n): a gap between two samples is an empty sample (speedscope shows nothing
+ * there), and a sample that begins before the previous one ended (a sampling period that
+ * overlaps a wait, timer jitter) starts at its end, so that every sample keeps its full
+ * weight and the totals are the flame graph's. *end: where the last one ends. */
+static size_t timed_slots(const struct timed *ev, size_t n, uint64_t t0, struct slot *slots,
+			  uint64_t *end)
+{
+	uint64_t cursor = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
 		uint64_t s = ev[i].start - t0, dur = ev[i].end - ev[i].start;
-		const struct agg_stack *st = agg__stack(agg, ev[i].stack);
-		const uint32_t *ids = agg__stack_frames(agg, st);
-		const char *sep = samples->len ? ",\n" : "\n";
 
 		if (s < cursor)
 			s = cursor;
-		if (s > cursor) {
-			err = strbuf_addf(samples, "%s[]", sep);
-			if (!err)
-				err = strbuf_addf(weights, weights->len ? ",%llu" : "%llu",
-						  (unsigned long long)(s - cursor));
-			sep = ",\n";
-		}
-		if (!err)
-			err = strbuf_addf(samples, "%s[", sep);
-		for (uint32_t j = 0; j < st->nframes && !err; j++)
-			err = strbuf_addf(samples, j ? ",%u" : "%u", map[ids[j]]);
-		if (!err)
-			err = strbuf_add(samples, "]", 1);
-		if (!err)
-			err = strbuf_addf(weights, weights->len ? ",%llu" : "%llu",
-					  (unsigned long long)dur);
+		if (s > cursor)
+			slots[k++] = (struct slot){ .stack = GAP, .ns = s - cursor };
+		slots[k++] = (struct slot){ .stack = ev[i].stack, .ns = dur };
 		cursor = s + dur;
 	}
 	*end = cursor;
-	return err;
+	return k;
 }
 
-static int add_timed_profile(struct strbuf *sb, const struct profile *p, const struct timed *ev,
-			     size_t n, uint64_t t0, const uint32_t *map)
+static void add_timed_profile(struct json *w, const struct profile *p, const struct timed *ev,
+			      size_t n, uint64_t t0, const uint32_t *map)
 {
-	struct strbuf samples = { 0 }, weights = { 0 };
+	const struct agg *agg = profile__agg(p);
+	struct slot *slots = malloc(2 * n * sizeof(*slots));
 	uint64_t end;
-	int err = add_timed_samples(&samples, &weights, p, ev, n, t0, map, &end);
+	size_t k, i;
 
-	if (!err)
-		err = strbuf_add(sb, "{\"type\":\"sampled\",", 18);
-	if (!err)
-		err = add_profile_name(sb, p, 0, ev[0].proc, ev[0].tid);
-	if (!err)
-		err = strbuf_addf(sb,
-				  ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\n"
-				  "\"samples\":[",
-				  (unsigned long long)end);
-	if (!err)
-		err = strbuf_add(sb, samples.buf, samples.len);
-	if (!err)
-		err = strbuf_add(sb, "],\n\"weights\":[", 14);
-	if (!err)
-		err = strbuf_add(sb, weights.buf, weights.len);
-	if (!err)
-		err = strbuf_add(sb, "]}", 2);
-	strbuf_free(&samples);
-	strbuf_free(&weights);
-	return err;
+	if (!slots) {
+		json_fail(w, -ENOMEM);
+		return;
+	}
+	k = timed_slots(ev, n, t0, slots, &end);
+	add_profile_head(w, p, 0, ev[0].proc, ev[0].tid, true, end);
+	json_begin_array(w);
+	for (i = 0; i < k && !json_error(w); i++) {
+		if (slots[i].stack != GAP) {
+			add_sample(w, agg, slots[i].stack, map);
+			continue;
+		}
+		json_break(w);
+		json_begin_array(w);
+		json_end_array(w);
+	}
+	json_end_array(w);
+	json_break(w);
+	json_key(w, "weights");
+	json_begin_array(w);
+	for (i = 0; i < k && !json_error(w); i++)
+		json_uint(w, slots[i].ns);
+	json_end_array(w);
+	json_end_object(w);
+	free(slots);
 }
 
 int out_timeline_write(FILE *f, const struct profile *p)
@@ -417,7 +409,10 @@ int out_timeline_write(FILE *f, const struct profile *p)
 	uint32_t *map = NULL;
 	uint64_t t0 = UINT64_MAX;
 	struct strbuf sb = { 0 };
+	struct json w;
 	int err = ev ? all_stacks(p, &refs, &map) : -ENOMEM;
+
+	json_init(&w, &sb, false);
 
 	for (i = 0; i < nev && !err; i++) {
 		const struct agg_stack *s = agg__stack(agg, events[i].stack);
@@ -435,9 +430,9 @@ int out_timeline_write(FILE *f, const struct profile *p)
 	}
 	if (!err) {
 		qsort(ev, n, sizeof(*ev), cmp_timed);
-		err = add_head(&sb, p, refs, agg__nstacks(agg), map);
+		add_head(&w, p, refs, agg__nstacks(agg), map);
 	}
-	for (start = 0; start < n && !err; start = i) {
+	for (start = 0; start < n && !err && !json_error(&w); start = i) {
 		for (i = start; i < n && ev[i].proc == ev[start].proc && ev[i].tid == ev[start].tid;
 		     i++)
 			;
@@ -452,11 +447,10 @@ int out_timeline_write(FILE *f, const struct profile *p)
 			active = nprofiles;
 		}
 		if (nprofiles++)
-			err = strbuf_add(&sb, ",\n", 2);
-		if (!err)
-			err = add_timed_profile(&sb, p, ev + start, i - start, t0, map);
+			json_break(&w); /* the first right after the '[' */
+		add_timed_profile(&w, p, ev + start, i - start, t0, map);
 	}
-	err = finish(f, &sb, active, err);
+	err = finish(f, &w, active, err);
 	strbuf_free(&sb);
 	free(map);
 	free(refs);
