@@ -108,9 +108,9 @@ def named(option, text):
 
 
 def missing_from(groups, text):
-    """The options of groups named in text under none of their names (the page may say -p
-    for --pid)."""
-    return sorted("/".join(g) for g in groups if not any(named(o, text) for o in g))
+    """The names of the options in groups that text does not name: an option's short and
+    long names are both wanted (-p and --pid), so a reader finds either."""
+    return sorted({o for g in groups for o in g if not named(o, text)})
 
 
 def test_every_command_has_its_section(pywalk):
