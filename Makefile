@@ -117,11 +117,11 @@ e2e: $(O)/pywalk interpreters
 	$(Q)$(SAN_ENV) PYWALK=$(abspath $(O)/pywalk) $(PYTHON) -m pytest -ra tests/e2e \
 		$(E2E_SELECT) $(PYTEST_ARGS)
 
-# The soak and scale cases alone (README: Tests), at the lengths make test once ran them.
+# The soak and scale cases alone (tests/README.md), at the lengths make test once ran them.
 test-long: $(O)/pywalk interpreters
 	$(Q)$(MAKE) --no-print-directory e2e E2E_SELECT='-m long'
 
-# The soak test alone and long (README: Tests): pywalk's memory under code-object and
+# The soak test alone and long (tests/README.md): pywalk's memory under code-object and
 # process churn, and the agent's under --all with churn, SOAK_SECONDS a case (make
 # test-long runs them for 40 s a case, the agent's for 120 s); figures in
 # $(O)/soak.txt.
