@@ -302,6 +302,11 @@ def test_process_in_its_own_pid_and_mount_namespace(pywalk, interp, merges, ext,
 
 
 def test_forged_eval_activation_is_counted_not_shipped(pywalk, interp, merges, ext, tmp_path):
+    """ext_middle calls ext_inner through a function named like the eval loop that runs no
+    Python frame: every sample taken while it is on the stack is counted a mismatch, never
+    shipped. A sample can still land in ext_middle's own few instructions around that call
+    (then the forged activation is not on the stack, and the merged stack ending there is
+    right); nothing leafward of ext_middle may be counted."""
     rows, r, describe = _record(
         interp, interp.argv("native_target.py", ext[0], SECONDS + 5, "--forge"), tmp_path)
     _, buckets = e2e.parse_summary(r.stderr)
@@ -311,7 +316,7 @@ def test_forged_eval_activation_is_counted_not_shipped(pywalk, interp, merges, e
         "%d mismatches of %d shipped\n%s" % (mismatched, buckets["shipped"], describe)
     for frames, n in rows:
         names = _project(frames)
-        assert "ext_middle" not in names, "a half-merged stack was counted: %s\n%s" % (
+        assert "ext_middle" not in names[:-1], "a half-merged stack was counted: %s\n%s" % (
             ";".join(frames), describe)
 
 
