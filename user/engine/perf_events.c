@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "engine/perf_events.h"
@@ -37,9 +38,8 @@ void perf_events_why(char *why, size_t why_size, const char *what, int err)
 static int open_one(struct perf_events *pe, const struct perf_event_attr *attr, pid_t pid, int cpu,
 		    struct bpf_program *prog, uint64_t cookie, char *why, size_t why_size)
 {
-	LIBBPF_OPTS(bpf_perf_event_opts, o, .bpf_cookie = cookie);
-	struct bpf_link *link;
-	int fd, err;
+	LIBBPF_OPTS(bpf_link_create_opts, o, .perf_event.bpf_cookie = cookie);
+	int fd, link_fd, err;
 
 	fd = syscall(__NR_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
@@ -55,14 +55,16 @@ static int open_one(struct perf_events *pe, const struct perf_event_attr *attr, 
 		perf_events_why(why, why_size, "cannot open perf events", err);
 		return err;
 	}
-	link = bpf_program__attach_perf_event_opts(prog, fd, &o);
-	if (!link) {
+	/* a link of our own, not libbpf's attach: that one enables the event, and an event
+	 * opened disabled must stay so until perf_events__enable */
+	link_fd = bpf_link_create(bpf_program__fd(prog), fd, BPF_PERF_EVENT, &o);
+	if (link_fd < 0) {
 		err = -errno;
 		close(fd);
 		perf_events_why(why, why_size, "cannot attach to perf events", err);
 		return err;
 	}
-	pe->ev[pe->n++] = (struct perf_event_link){ .fd = fd, .link = link };
+	pe->ev[pe->n++] = (struct perf_event_link){ .fd = fd, .link_fd = link_fd };
 	return 0;
 }
 
@@ -185,7 +187,7 @@ int perf_events__enable(struct perf_events *pe)
 void perf_events__close(struct perf_events *pe)
 {
 	for (size_t i = 0; i < pe->n; i++) {
-		bpf_link__destroy(pe->ev[i].link);
+		close(pe->ev[i].link_fd);
 		close(pe->ev[i].fd);
 	}
 	pe->n = 0;

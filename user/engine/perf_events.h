@@ -19,7 +19,7 @@ struct bpf_link;
 
 struct perf_event_link {
 	int fd;
-	struct bpf_link *link;
+	int link_fd; /* the BPF program's link to the event */
 };
 
 struct perf_events {
