@@ -108,6 +108,7 @@ $(O) $(O)/tests $(patsubst %/,$(O)/%,$(USER_DIRS)):
 
 check: $(UNIT_BINS)
 	$(Q)$(PYTHON) scripts/check-layers.py
+	$(Q)$(PYTHON) scripts/check-doc-links.py
 	$(Q)set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 # make test's end-to-end part leaves out the soak and scale cases (marked long): they
