@@ -356,6 +356,30 @@ def test_promtool_accepts_the_exposition_and_names_follow_conventions(
 
 
 @pytest.mark.core_only
+def test_metrics_page_is_fresh_at_every_scrape(pywalk, interp, start_target, agents,
+                                               tmp_path):
+    """The page is rendered on a 250 ms grid: scrapes 0.6 s apart of an agent sampling a
+    busy target each see the sampler's run count higher than the scrape before. A page due
+    "a second after the last one" (what the agent once did) repeated itself here for about
+    every other pair."""
+    t = start_target(interp)
+    ag = agents(pywalk, ["-p", t.pid, "--interval", "10s"], tmp_path)
+    ag.wait_sampling()
+    wait_for(lambda: metric(ag.metrics(), "pywalk_sampler_runs_total") > 0, 15,
+             "a first sample on the metrics page")
+    seen = []
+    for _ in range(12):
+        if seen:
+            # the gap between scrapes is what is measured, not a wait for a condition
+            time.sleep(max(0.0, seen[-1][0] + 0.6 - time.monotonic()))
+        seen.append((time.monotonic(), metric(ag.metrics(), "pywalk_sampler_runs_total")))
+    stale = [(round(b[0] - a[0], 3), a[1]) for a, b in zip(seen, seen[1:]) if b[1] <= a[1]]
+    print("runs at each scrape: %s" % [n for _, n in seen])
+    assert not stale, "scrapes (gap s, runs) that read the page before again: %s\n%s" % (
+        stale, ag.stderr())
+
+
+@pytest.mark.core_only
 def test_prometheus_scrapes_the_agent(pywalk, interp, start_target, agents, tmp_path):
     prometheus = tool("prometheus")
     t = start_target(interp)
@@ -409,7 +433,7 @@ def test_prometheus_scrapes_the_agent(pywalk, interp, start_target, agents, tmp_
             now = time.monotonic()
             if not at_rest or at_rest[-1][:2] != (own, scraped):
                 at_rest.append((own, scraped, now))
-            # unchanged across two of the agent's 1 s metrics refreshes, and scraped
+            # unchanged for 2.5 s (ten of the agent's 250 ms metrics pages), and scraped
             return own == scraped and now - at_rest[-1][2] >= 2.5 and (own, scraped)
 
         own, scraped = wait_for(settled, 30, lambda: "the stopped workload's count scraped: %s"
@@ -982,7 +1006,7 @@ def test_sighup_reloads_and_loses_no_window(pywalk, interp, start_target, agents
     assert ag.proc.poll() is None, "an invalid config stopped the agent:\n" + ag.stderr()
     assert os.listdir(bad) == []
     # the listener is back after each reload, and its counter of windows went on through
-    # them: it catches up with the files written (metrics are refreshed each second)
+    # them: it catches up with the files written (metrics are rendered every 250 ms)
     m = wait_for(lambda: (lambda m: metric(m, "pywalk_windows_total") >=
                           len(exported(d1)) + len(exported(d2)) and m)(ag.metrics()), 15,
                  lambda: "pywalk_windows_total >= the %d files written" % (
