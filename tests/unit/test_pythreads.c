@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for user/pystate/pythreads.c over synthetic target memory: the objects of a 3.12
- * process (managed dicts with tagged values) and of a 3.13 one (inline values) built by
- * hand, from _PyRuntime to each Thread's _name and _native_id; a 2-byte-wide name; and
- * memory that lies (an entry count past its table, a name that is not a str, a pointer
- * into nothing), which must give an error or a thread left unnamed, never a wrong name. */
+ * process (managed dicts with tagged values), of a 3.13 one (inline values) and of a
+ * free-threaded 3.14t one (32-byte object headers, the managed dict right before the object,
+ * a string state word whose `interned` is a byte; every offset the table gives comes from
+ * the build's own _Py_DebugOffsets) built by hand, from _PyRuntime to each Thread's _name
+ * and _native_id; a 2-byte-wide name; and memory that lies (an entry count past its table, a
+ * name that is not a str, a pointer into nothing), which must give an error or a thread left
+ * unnamed, never a wrong name. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +16,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "inspect/pyver.h"
 #include "pystate/pythreads.h"
+#include "debug_offsets_314t.h"
 
 #define BASE 0x100000ull
 #define MEM_SIZE 65536
@@ -22,6 +27,8 @@ struct fake {
 	uint8_t mem[MEM_SIZE];
 	uint64_t top; /* next free address */
 	unsigned int minor;
+	unsigned int h; /* object header beyond the default build's 16 bytes: 0, or 16 (3.14t) */
+	struct pythreads_src lay; /* the layout: string and module offsets, as the table gives */
 	uint64_t dict_type, str_type, long_type, module_type, thread_type, runtime;
 };
 
@@ -58,21 +65,23 @@ static uint64_t new_type(struct fake *f, uint64_t flags, uint64_t basicsize)
 {
 	uint64_t t = alloc(f, 1024);
 
-	put64(f, t + 32, basicsize);
-	put64(f, t + 168, flags);
+	put64(f, t + 32 + f->h, basicsize);
+	put64(f, t + 168 + f->h, flags);
 	return t;
 }
 
 /* A compact str of `n` code units of `kind` bytes (1: ASCII). */
 static uint64_t new_str(struct fake *f, const void *units, size_t n, unsigned int kind)
 {
-	uint64_t s = alloc(f, 64 + n * kind + 4);
-	uint32_t state = kind << 2 | 1u << 5 | (kind == 1 ? 1u << 6 : 0);
+	const struct pythreads_src *l = &f->lay;
+	uint64_t s = alloc(f, l->str_compact_data + n * kind + 4);
+	uint32_t state = (kind | 1u << 3 | (kind == 1 ? 1u << 4 : 0)) << l->str_kind_shift;
 
-	put64(f, s + 8, f->str_type);
-	put64(f, s + 16, n);
-	memcpy(f->mem + (s + 32 - BASE), &state, 4);
-	memcpy(f->mem + (s + (kind == 1 ? 40 : 56) - BASE), units, n * kind);
+	put64(f, s + 8 + f->h, f->str_type);
+	put64(f, s + l->str_length, n);
+	memcpy(f->mem + (s + l->str_state - BASE), &state, 4);
+	memcpy(f->mem + (s + (kind == 1 ? l->str_ascii_data : l->str_compact_data) - BASE), units,
+	       n * kind);
 	return s;
 }
 
@@ -83,11 +92,11 @@ static uint64_t ascii(struct fake *f, const char *s)
 
 static uint64_t new_long(struct fake *f, uint32_t v)
 {
-	uint64_t o = alloc(f, 32);
+	uint64_t o = alloc(f, 32 + f->h);
 
-	put64(f, o + 8, f->long_type);
-	put64(f, o + 16, 1 << 3); /* one digit, positive (3.12+ lv_tag) */
-	memcpy(f->mem + (o + 24 - BASE), &v, 4);
+	put64(f, o + 8 + f->h, f->long_type);
+	put64(f, o + 16 + f->h, 1 << 3); /* one digit, positive (3.12+ lv_tag) */
+	memcpy(f->mem + (o + 24 + f->h - BASE), &v, 4);
 	return o;
 }
 
@@ -111,21 +120,28 @@ static uint64_t new_keys(struct fake *f, unsigned int kind, size_t n, const uint
 
 static uint64_t new_dict(struct fake *f, uint64_t keys)
 {
-	uint64_t d = alloc(f, 48);
+	uint64_t d = alloc(f, 48 + f->h);
 
-	put64(f, d + 8, f->dict_type);
-	put64(f, d + 32, keys);
+	put64(f, d + 8 + f->h, f->dict_type);
+	put64(f, d + 32 + f->h, keys);
 	return d;
 }
 
 /* A Thread whose _name and _native_id are in its values (3.12: tagged pointer at obj-24;
- * 3.13: inline after the object). */
+ * 3.13: inline after the object; 3.14t: in a dict whose pointer is right before the
+ * object, as a free-threaded build keeps no GC links there). */
 static uint64_t new_thread(struct fake *f, uint64_t name, uint64_t native)
 {
-	uint64_t pre = alloc(f, 24 + 16 + 8 + 16), obj = pre + 24;
+	uint64_t pre = alloc(f, 24 + 16 + f->h + 8 + 16), obj = pre + 24;
 
-	put64(f, obj + 8, f->thread_type);
-	if (f->minor >= 13) {
+	put64(f, obj + 8 + f->h, f->thread_type);
+	if (f->h) {
+		uint64_t keys[2], values[2] = { name, native };
+
+		keys[0] = ascii(f, "_name");
+		keys[1] = ascii(f, "_native_id");
+		put64(f, obj - 8, new_dict(f, new_keys(f, 1, 2, keys, values)));
+	} else if (f->minor >= 13) {
 		put8(f, obj + 16 + 3, 1); /* valid */
 		put64(f, obj + 16 + 8, name);
 		put64(f, obj + 16 + 16, native);
@@ -139,22 +155,72 @@ static uint64_t new_thread(struct fake *f, uint64_t name, uint64_t native)
 	return obj;
 }
 
-/* The types of a process of version `minor` (first: names are made with them). */
-static void init(struct fake *f, unsigned int minor)
+/* The default build's layout for `minor` (3.12, 3.13: what pyver.c's tables give). */
+static const struct pythreads_src default_layout = { .runtime_interp_head = 40,
+						     .interp_next = 0,
+						     .mod = { 944, 880 },
+						     .str_length = 16,
+						     .str_state = 32,
+						     .str_ascii_data = 40,
+						     .str_compact_data = 56,
+						     .str_kind_shift = 2,
+						     .ob_type = 8 };
+
+/* The types of a process of version `minor` and layout `lay` (first: names are made with
+ * them). */
+static void init_layout(struct fake *f, unsigned int minor, const struct pythreads_src *lay)
 {
 	uint64_t attr_keys[2];
 
 	memset(f, 0, sizeof(*f));
 	f->top = BASE + 16;
 	f->minor = minor;
-	f->dict_type = new_type(f, 1ull << 29, 48);
-	f->str_type = new_type(f, 1ull << 28, 40);
-	f->long_type = new_type(f, 1ull << 24, 32);
-	f->module_type = new_type(f, 0, 48);
-	f->thread_type = new_type(f, minor >= 13 ? 1u << 2 | 1u << 4 : 1u << 4, 16);
+	f->lay = *lay;
+	f->lay.minor = minor;
+	f->h = lay->ob_type - 8u;
+	f->dict_type = new_type(f, 1ull << 29, 48 + f->h);
+	f->str_type = new_type(f, 1ull << 28, 40 + f->h);
+	f->long_type = new_type(f, 1ull << 24, 32 + f->h);
+	f->module_type = new_type(f, 0, 48 + f->h);
+	f->thread_type = new_type(f, minor >= 13 && !f->h ? 1u << 2 | 1u << 4 : 1u << 4, 16 + f->h);
 	attr_keys[0] = ascii(f, "_name");
 	attr_keys[1] = ascii(f, "_native_id");
-	put64(f, f->thread_type + 880, new_keys(f, 1, 2, attr_keys, NULL));
+	put64(f, f->thread_type + f->lay.mod.ht_cached_keys, new_keys(f, 1, 2, attr_keys, NULL));
+}
+
+static void init(struct fake *f, unsigned int minor)
+{
+	init_layout(f, minor, &default_layout);
+}
+
+/* 3.14t: every offset pythreads takes from the target's table comes from the free-threaded
+ * 3.14.7 build's own _Py_DebugOffsets, through pyver.c as for a live target. */
+static void init_314t(struct fake *f)
+{
+	static uint8_t dbg[1024];
+	struct pythreads_src lay;
+	struct py_version v;
+	char why[256] = "";
+
+	memset(dbg, 0, sizeof(dbg));
+	memcpy(dbg, "xdebugpy", 8);
+	*(uint64_t *)(void *)(dbg + 8) = 0x030e07f0;
+	*(uint64_t *)(void *)(dbg + 16) = 1; /* free_threaded */
+	for (size_t i = 0; i < sizeof(f314t) / sizeof(f314t[0]); i++)
+		memcpy(dbg + f314t[i].pos, &f314t[i].value, 8);
+	assert_int_equal(pyver_from_debug_offsets(dbg, sizeof(dbg), &v, why, sizeof(why)), 0);
+	assert_true(v.free_threaded);
+	lay = (struct pythreads_src){ .runtime_interp_head = v.cfg.off.runtime_interp_head,
+				      .interp_next = v.cfg.off.interp_next,
+				      .mod = v.mod,
+				      .str_length = v.obj.str_length,
+				      .str_state = v.obj.str_state,
+				      .str_ascii_data = v.obj.str_ascii_data,
+				      .str_compact_data = v.obj.str_compact_data,
+				      .str_kind_shift = v.obj.str_kind_shift,
+				      .ob_type = v.obj.ob_type };
+	assert_int_equal(lay.ob_type, 24);
+	init_layout(f, v.minor, &lay);
 }
 
 /* The rest: threading._active holding n threads named names[i], native ids 100 + i;
@@ -170,44 +236,35 @@ static void build(struct fake *f, size_t n, const uint64_t *names, uint64_t *act
 	}
 	*active = new_dict(f, new_keys(f, 0, n, idents, threads));
 	key = ascii(f, "_active");
-	module = alloc(f, 32);
-	put64(f, module + 8, f->module_type);
-	put64(f, module + 16, new_dict(f, new_keys(f, 1, 1, &key, active)));
+	module = alloc(f, 32 + f->h);
+	put64(f, module + 8 + f->h, f->module_type);
+	put64(f, module + 16 + f->h, new_dict(f, new_keys(f, 1, 1, &key, active)));
 	mkeys[0] = ascii(f, "sys");
 	mkeys[1] = ascii(f, "threading");
 	mvals[0] = new_dict(f, new_keys(f, 1, 0, NULL, NULL));
 	mvals[1] = module;
 	modules = new_dict(f, new_keys(f, 1, 2, mkeys, mvals));
-	interp = alloc(f, 1024);
-	put64(f, interp + 944, modules);
-	f->runtime = alloc(f, 64);
-	put64(f, f->runtime + 40, interp);
-	*src = (struct pythreads_src){ .read = fake_read,
-				       .ctx = f,
-				       .minor = f->minor,
-				       .runtime_addr = f->runtime,
-				       .runtime_interp_head = 40,
-				       .interp_next = 0,
-				       .mod = { 944, 880 },
-				       .str_length = 16,
-				       .str_state = 32,
-				       .str_ascii_data = 40,
-				       .str_compact_data = 56,
-				       .str_kind_shift = 2,
-				       .ob_type = 8 };
+	interp = alloc(f, f->lay.mod.interp_modules + 8u);
+	put64(f, interp + f->lay.mod.interp_modules, modules);
+	f->runtime = alloc(f, f->lay.runtime_interp_head + 8u);
+	put64(f, f->runtime + f->lay.runtime_interp_head, interp);
+	*src = f->lay;
+	src->read = fake_read;
+	src->ctx = f;
+	src->runtime_addr = f->runtime;
 }
 
 static struct fake fk;
 static struct pythread_name out[8];
 static const uint16_t wide[] = { 'w', 0xfc, 0x2713 }; /* "wü✓" */
 
-static void names_are_read(unsigned int minor)
+/* Names of a process whose types init*() made. */
+static void names_are_read(void)
 {
 	uint64_t names[2], active, threads[2];
 	struct pythreads_src src;
 	struct pythreads_result res;
 
-	init(&fk, minor);
 	names[0] = ascii(&fk, "MainThread");
 	names[1] = new_str(&fk, wide, 3, 2);
 	build(&fk, 2, names, &active, threads, &src);
@@ -221,7 +278,8 @@ static void names_are_read(unsigned int minor)
 	assert_string_equal(out[1].name, "w\xc3\xbc\xe2\x9c\x93");
 	/* the _active dict is remembered, and tried first next time */
 	assert_int_equal(src.active_dict, active);
-	put64(&fk, fk.runtime + 40, 0); /* no interpreter any more: found by the dict alone */
+	/* no interpreter any more: found by the dict alone */
+	put64(&fk, fk.runtime + fk.lay.runtime_interp_head, 0);
 	assert_int_equal(pythreads_read(&src, out, 8, &res), 0);
 	assert_int_equal(res.named, 2);
 }
@@ -262,13 +320,22 @@ static void test_read_budget(void **state)
 static void test_names_3_12_tagged_values(void **state)
 {
 	(void)state;
-	names_are_read(12);
+	init(&fk, 12);
+	names_are_read();
 }
 
 static void test_names_3_13_inline_values(void **state)
 {
 	(void)state;
-	names_are_read(13);
+	init(&fk, 13);
+	names_are_read();
+}
+
+static void test_names_314t_free_threaded(void **state)
+{
+	(void)state;
+	init_314t(&fk);
+	names_are_read();
 }
 
 /* A name longer than kept is cut and marked. */
@@ -345,6 +412,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names_3_12_tagged_values),
 		cmocka_unit_test(test_names_3_13_inline_values),
+		cmocka_unit_test(test_names_314t_free_threaded),
 		cmocka_unit_test(test_long_name_is_cut),
 		cmocka_unit_test(test_read_budget),
 		cmocka_unit_test(test_lying_memory),
