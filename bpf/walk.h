@@ -166,6 +166,12 @@ struct pw_walkmem {
 	__u32 pad;
 	__u64 memo_code[PW_TAGMEMO_SLOTS]; /* 0 = empty */
 	__u32 memo_tag[PW_TAGMEMO_SLOTS];
+	/* free-threaded builds, per memo_code: its bytecode size in code units (0: not read
+	 * yet) and the copy co_tlbc[memo_copy_index] (0: not read yet), so that a function
+	 * that recurs costs these reads once per sample too */
+	__u32 memo_units[PW_TAGMEMO_SLOTS];
+	__s32 memo_copy_index[PW_TAGMEMO_SLOTS];
+	__u64 memo_copy[PW_TAGMEMO_SLOTS];
 	/* The frames whose (code, tag) this walk read first: every other frame repeats one
 	 * of them. More than PW_TAGMEMO_SLOTS: not all are listed. */
 	__u32 nfresh;
@@ -349,13 +355,19 @@ PW_INLINE int pw_frame_fetch(const struct pw_walk *w, struct pw_walkmem *m, __u3
 	return PW_READ_USER(m->frame, size, addr);
 }
 
+/* The memo slot of code object `code`. */
+PW_INLINE __u32 pw_memo_slot(__u64 code)
+{
+	return (__u32)((code >> 4) ^ (code >> 13)) & (PW_TAGMEMO_SLOTS - 1);
+}
+
 /* The tag of the code object at `code` of frame number `index`, read from it now
  * (PW_OUT__CONTINUE), or the outcome that ends the walk. A code object this walk has read
- * already is not read again. */
+ * already is not read again; its memo slot (pw_memo_slot) holds it afterwards. */
 PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u64 code,
 			    __u32 index, __u32 *tag)
 {
-	__u32 slot = (__u32)((code >> 4) ^ (code >> 13)) & (PW_TAGMEMO_SLOTS - 1);
+	__u32 slot = pw_memo_slot(code);
 	__u64 words[PW_CODE_TAG_WORDS];
 	__u32 tag_size = cfg->off.code_tag_size;
 
@@ -367,6 +379,8 @@ PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u
 	if (m->nfresh < PW_TAGMEMO_SLOTS)
 		m->fresh[m->nfresh & (PW_TAGMEMO_SLOTS - 1)] = (__u16)index;
 	m->nfresh++;
+	m->memo_units[slot] = 0;
+	m->memo_copy[slot] = 0;
 	if (cfg->off.code_tag == PW_OFF_NONE) {
 		m->memo_code[slot] = code;
 		m->memo_tag[slot] = 0;
@@ -401,32 +415,49 @@ PW_INLINE __u8 pw_frame_tag(struct pw_walkmem *m, const struct pw_proc *cfg, __u
  * bytecode: the main copy (co_code_adaptive, also co_tlbc[0]) or the thread's own copy
  * co_tlbc[tlbc_index]. A pointer inside neither is never turned into a line: the sample is
  * rejected (PW_OUT_BAD_TLBC). Returns PW_OUT__CONTINUE with *instr set, or the outcome. */
-PW_INLINE __u8 pw_tlbc_instr(const struct pw_proc *cfg, const __u8 *buf, __u64 code, __u64 ip,
-			     __u32 *instr)
+PW_INLINE __u8 pw_tlbc_instr(struct pw_walkmem *m, const struct pw_proc *cfg, const __u8 *buf,
+			     __u64 code, __u64 ip, __u32 *instr)
 {
 	__u64 start = code + cfg->off.code_adaptive, nunits = 0, arr = 0, arr_size = 0, copy = 0;
 	__s32 index = (__s32)pw_load_u32(buf, cfg->off.frame_tlbc_index, PW_FRAME_READ_MAX);
+	/* pw_frame_tag has put `code` in its slot: what this walk read of it is there */
+	__u32 slot = pw_memo_slot(code);
+	int memo = m->memo_code[slot] == code;
 
-	if (PW_READ_USER(&nunits, sizeof(nunits), code + cfg->off.code_ob_size))
-		return PW_OUT_READ_FAULT;
-	/* a code object holds at most INT_MAX bytes of bytecode */
-	if (nunits == 0 || nunits > (1ull << 30))
-		return PW_OUT_BAD_FRAME;
+	if (memo && m->memo_units[slot]) {
+		nunits = m->memo_units[slot];
+	} else {
+		if (PW_READ_USER(&nunits, sizeof(nunits), code + cfg->off.code_ob_size))
+			return PW_OUT_READ_FAULT;
+		/* a code object holds at most INT_MAX bytes of bytecode */
+		if (nunits == 0 || nunits > (1ull << 30))
+			return PW_OUT_BAD_FRAME;
+		if (memo)
+			m->memo_units[slot] = (__u32)nunits;
+	}
 	if (ip >= start && ip - start < 2 * nunits) {
 		*instr = (__u32)((ip - start) >> 1);
 		return PW_OUT__CONTINUE;
 	}
 	if (index <= 0)
 		return PW_OUT_BAD_TLBC;
-	if (PW_READ_USER(&arr, sizeof(arr), code + cfg->off.code_tlbc) || !arr)
-		return PW_OUT_BAD_TLBC;
-	if (PW_READ_USER(&arr_size, sizeof(arr_size), arr))
-		return PW_OUT_READ_FAULT;
-	if ((__u64)index >= arr_size)
-		return PW_OUT_BAD_TLBC;
-	/* _PyCodeArray: Py_ssize_t size, then the entries */
-	if (PW_READ_USER(&copy, sizeof(copy), arr + 8 + 8 * (__u64)index))
-		return PW_OUT_READ_FAULT;
+	if (memo && m->memo_copy[slot] && m->memo_copy_index[slot] == index) {
+		copy = m->memo_copy[slot];
+	} else {
+		if (PW_READ_USER(&arr, sizeof(arr), code + cfg->off.code_tlbc) || !arr)
+			return PW_OUT_BAD_TLBC;
+		if (PW_READ_USER(&arr_size, sizeof(arr_size), arr))
+			return PW_OUT_READ_FAULT;
+		if ((__u64)index >= arr_size)
+			return PW_OUT_BAD_TLBC;
+		/* _PyCodeArray: Py_ssize_t size, then the entries */
+		if (PW_READ_USER(&copy, sizeof(copy), arr + 8 + 8 * (__u64)index))
+			return PW_OUT_READ_FAULT;
+		if (memo && copy) {
+			m->memo_copy[slot] = copy;
+			m->memo_copy_index[slot] = index;
+		}
+	}
 	if (!copy || ip < copy || ip - copy >= 2 * nunits)
 		return PW_OUT_BAD_TLBC;
 	*instr = (__u32)((ip - copy) >> 1);
@@ -527,7 +558,11 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 			instr = pw_load_u32(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
 		} else if (cfg->off.frame_tlbc_index) {
 			__u64 ip = pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
-			__u8 verdict = pw_tlbc_instr(cfg, buf, code, ip, &instr);
+			/* the tag first: it gives the code object its memo slot */
+			__u8 verdict = pw_frame_tag(m, cfg, code, w->nframes, &tag);
+
+			if (verdict == PW_OUT__CONTINUE)
+				verdict = pw_tlbc_instr(m, cfg, buf, code, ip, &instr);
 
 			if (verdict != PW_OUT__CONTINUE) {
 				w->outcome = verdict;

@@ -275,6 +275,50 @@ static void test_314t_pointer_in_no_copy_is_rejected(void **state)
 	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_FRAME);
 }
 
+/* 3.14t recursion: 6 frames of code A in the thread's copy 2 above one of B in the main
+ * copy. A's size and its copy are read once per walk, not once per frame, and every frame
+ * still gets its own offset in the copy its pointer is in. */
+static void test_314t_recursion_reads_a_code_objects_copy_once(void **state)
+{
+	struct ft_chain c;
+	uint64_t frames[8];
+	uint32_t n;
+	int one, six;
+
+	(void)state;
+	build_314t(&c);
+	reads = 0;
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
+	one = reads;
+	frames[6] = c.frames[1]; /* B, then the entry frame */
+	for (int i = 5; i >= 0; i--) {
+		frames[i] = make_frame(&c.cfg, c.code_a | 1, 0, 0);
+		put64(frames[i] + c.cfg.off.frame_instr, c.copies[2] + 2 * (uint64_t)(10 + i));
+		put32(frames[i] + c.cfg.off.frame_tlbc_index, 2);
+		link_frames(&c.cfg, frames[i], frames[i + 1]);
+	}
+	put64(c.tstate + 72, frames[0]);
+	reads = 0;
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
+	six = reads;
+	assert_int_equal(n, 7);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(out[i].code, c.code_a);
+		assert_int_equal(out[i].instr, 10 + i);
+	}
+	assert_int_equal(out[6].instr, 3);
+	/* five more frames of A: their frame reads only (no window here), nothing of A again */
+	assert_int_equal(six - one, 5);
+	/* a frame of A on another thread's copy index is read for that index */
+	put32(frames[3] + c.cfg.off.frame_tlbc_index, 1);
+	put64(frames[3] + c.cfg.off.frame_instr, c.copies[1] + 2 * 13);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_SHIPPED);
+	assert_int_equal(out[3].instr, 13);
+	/* and one whose pointer is in no copy of A is still rejected, memo or not */
+	put64(frames[4] + c.cfg.off.frame_instr, c.copies[1] + 2 * 14);
+	assert_int_equal(run_walk(&c.cfg, c.tstate, 100, out, &n), PW_OUT_BAD_TLBC);
+}
+
 static void test_315_complete_chain_is_shipped_without_entry_frames(void **state)
 {
 	struct pw_proc cfg;
@@ -817,6 +861,7 @@ int main(void)
 		cmocka_unit_test_setup(test_314t_offset_is_taken_in_the_copy_the_pointer_is_in,
 				       reset),
 		cmocka_unit_test_setup(test_314t_pointer_in_no_copy_is_rejected, reset),
+		cmocka_unit_test_setup(test_314t_recursion_reads_a_code_objects_copy_once, reset),
 		cmocka_unit_test_setup(test_315_complete_chain_is_shipped_without_entry_frames,
 				       reset),
 		cmocka_unit_test_setup(test_315_current_is_base_frame_is_empty, reset),

@@ -252,12 +252,15 @@ static int frame_record(struct reader *r, const uint8_t *f, struct pw_frame *out
 	if (!code)
 		return -EPROTO;
 	out->code = code;
+	/* the tag first: it gives the code object its memo slot, which pw_tlbc_instr uses */
+	if (pw_frame_tag(r->mem, &r->cfg, code, 0, &out->tag) != PW_OUT__CONTINUE)
+		return -EFAULT;
 	if (o->frame_tlbc_index) {
 		/* free-threaded: the pointer may be in the thread's own bytecode copy, proven
 		 * as the sampler proves it; in no copy it is no line */
 		uint32_t instr;
 
-		out->instr = pw_tlbc_instr(&r->cfg, f, code, ip, &instr) == PW_OUT__CONTINUE
+		out->instr = pw_tlbc_instr(r->mem, &r->cfg, f, code, ip, &instr) == PW_OUT__CONTINUE
 				     ? instr
 				     : PW_INSTR_NONE;
 	} else {
@@ -265,7 +268,7 @@ static int frame_record(struct reader *r, const uint8_t *f, struct pw_frame *out
 				     ? (uint32_t)((ip - start) >> 1)
 				     : PW_INSTR_NONE;
 	}
-	return pw_frame_tag(r->mem, &r->cfg, code, 0, &out->tag) == PW_OUT__CONTINUE ? 0 : -EFAULT;
+	return 0;
 }
 
 /* A suspended task's coroutine chain: its coroutine's frame, then, while it waits in
