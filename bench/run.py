@@ -38,7 +38,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORKLOAD = os.path.join(HERE, "workload.py")
-CHROOT = "/var/cache/pywalk/debian-unstable"
+INTERP_CACHE = os.environ.get("PYWALK_CACHE", "/var/cache/pywalk")
+CHROOT = os.path.join(INTERP_CACHE, "debian-unstable")
 CHROOT_WORKLOAD = "/tmp/pywalk-bench-workload.py"
 NCPUS = os.sysconf("SC_NPROCESSORS_ONLN") or 1
 
@@ -98,6 +99,13 @@ def find_interpreters():
     for path in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3.[0-9]*")):
         if re.search(r"python3\.\d+$", path):
             add([path], "pyenv")
+    # the 3.14.7 release builds of scripts/get-cpython-release.sh: default and free-threaded
+    for prefix, where in (("cpython-3.14.7", "3.14.7 release"),
+                          ("cpython-3.14.7t", "3.14.7t free-threaded")):
+        for path in sorted(glob.glob(os.path.join(INTERP_CACHE, prefix, "bin", "python3.14*"))):
+            if re.search(r"python3\.14t?$", path):
+                add([path], where)
+                break
     listing = os.path.join(CHROOT, ".pywalk-interpreters")
     if os.path.exists(listing):
         for line in open(listing):
@@ -1715,6 +1723,10 @@ def main():
                     help="rounds of each variant and rate in section 8")
     ap.add_argument("--agent-seconds", type=int, default=300,
                     help="length of each agent run in section 5")
+    ap.add_argument("--interpreters", metavar="LABELS",
+                    help="only the interpreters whose label holds one of these "
+                         "(comma-separated), e.g. '3.14'")
+    ap.add_argument("--name", help="results file name (default latest, or quick)")
     ap.add_argument("--render", metavar="JSON", help="only print the table of a results file")
     cfg = ap.parse_args()
     if cfg.render:
@@ -1729,6 +1741,9 @@ def main():
     t0 = time.monotonic()
     res = {"quick": cfg.quick, "machine": machine_info(), "errors": []}
     interps = find_interpreters()
+    if cfg.interpreters:
+        wanted = cfg.interpreters.split(",")
+        interps = [i for i in interps if any(w in i.label for w in wanted)]
     res["interpreters"] = [i.label for i in interps]
     log("interpreters: %s" % ", ".join(res["interpreters"]))
     if not interps:
@@ -1756,7 +1771,7 @@ def main():
     res["elapsed_s"] = time.monotonic() - t0
     res["targets"] = judge(res)
     os.makedirs(cfg.out, exist_ok=True)
-    name = "quick" if cfg.quick else "latest"
+    name = cfg.name or ("quick" if cfg.quick else "latest")
     with open(os.path.join(cfg.out, name + ".json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
         f.write("\n")
