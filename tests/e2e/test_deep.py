@@ -76,6 +76,8 @@ def test_1000_deep_recursion_is_shipped_whole(pywalk, interp, start_target, tmp_
     full, valid, invalid = _deep_shape(rows, depth, m)
     assert not invalid, "stacks the program cannot have: %s" % dict(invalid.most_common(5))
     assert buckets["rejected: depth bound"] == 0, r.stderr
+    print("1,000-deep: %d of %d valid samples the whole stack (%.1f%%), %d invalid" % (
+        full, full + valid, 100.0 * full / max(1, full + valid), sum(invalid.values())))
     # spin runs ~5 ms per descent of ~1,000 calls: most samples are at the full depth
     assert full >= 0.8 * (full + valid) and full >= 100, \
         "only %d of %d samples were the whole 1,003-frame stack\n%s" % (

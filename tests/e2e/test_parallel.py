@@ -107,6 +107,10 @@ def test_each_thread_only_its_own_function_exact_and_fair(pywalk, interp, start_
     assert n_total >= samples_needed(NTHREADS, SHARE_TOLERANCE) and cpu_total > 0, \
         "too few samples (%d, %d needed) to compare shares: %s\n%s" % (
             n_total, samples_needed(NTHREADS, SHARE_TOLERANCE), dict(samples), desc)
+    print("exact: %s; share of samples / of CPU: %s" % (
+        dict((by_name[k], "%.1f%% of %d" % (100.0 * exact[k] / v, v)) for k, v in samples.items()),
+        dict((by_name[k], "%.1f/%.1f" % (100.0 * v / n_total, 100.0 * cpu[k] / cpu_total))
+             for k, v in samples.items())))
     for tid in samples:
         got = 100.0 * samples[tid] / n_total
         want = 100.0 * cpu[tid] / cpu_total

@@ -143,6 +143,7 @@ def test_record_main_thread_matches_ground_truth(recording):
     main = r.by_thread().get(r.pid)
     assert main and main.total, "no samples of the main thread (TID == PID %d)\n%s" % (
         r.pid, r.describe())
+    print("main thread: %.1f%% of %d samples exact" % (100 * main.match_fraction, main.total))
     assert main.match_fraction >= MATCH_MIN, \
         "main thread: %s\nexpected one of:\n%s" % (main.report(), "\n".join(
             "  %s: %s" % (p, ks.format_stack(s)) for p, s in r.expected[ks.MAIN].items()))
@@ -154,6 +155,9 @@ def test_record_main_thread_phase_split(recording):
     main = r.by_thread().get(r.pid)
     assert main and main.matched, "no matched main-thread samples\n" + r.describe()
     got = main.split()
+    print("main thread split: %s, designed %s" % (
+        dict((p, round(100 * v, 1)) for p, v in got.items()),
+        dict((p, round(100 * v)) for p, v in r.shape.phases.items())))
     for phase, want in r.shape.phases.items():
         tolerance = e2e.binomial_tolerance(main.matched, want, SPLIT_SIGMAS)
         assert abs(got[phase] - want) <= tolerance, \
@@ -184,6 +188,7 @@ def test_record_worker_thread_has_its_own_stack(recording):
     workers = dict((tid, s) for tid, s in r.by_thread().items() if tid != r.pid)
     assert workers, "no samples of the worker thread\n" + r.describe()
     for tid, s in workers.items():
+        print("worker %d: %.1f%% of %d samples exact" % (tid, 100 * s.match_fraction, s.total))
         assert s.match_fraction >= MATCH_MIN, "worker %d: %s\nexpected: %s" % (
             tid, s.report(), ks.format_stack(r.expected[ks.WORKER]["worker"]))
         assert s.foreign == 0, "worker %d shows main-thread stacks: %s" % (tid, s.report())
