@@ -16,6 +16,18 @@ static const char *by_path(const char *path)
 	return w ? w->name : NULL;
 }
 
+/* What record and trace write: --format first, then the path's extension, then folded. */
+static void test_writer_choice(void **state)
+{
+	(void)state;
+	assert_string_equal(out_choose("pprof", "x.svg")->name, "pprof");
+	assert_string_equal(out_choose(NULL, "x.svg")->name, "svg");
+	assert_string_equal(out_choose(NULL, "x.speedscope.json")->name, "speedscope");
+	assert_string_equal(out_choose(NULL, "x")->name, "folded");
+	assert_string_equal(out_choose(NULL, NULL)->name, "folded");
+	assert_string_equal(out_choose("nonsense", NULL)->name, "folded");
+}
+
 static void test_formats_by_name(void **state)
 {
 	(void)state;
@@ -70,6 +82,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_formats_by_name),
+		cmocka_unit_test(test_writer_choice),
 		cmocka_unit_test(test_formats_by_extension),
 		cmocka_unit_test(test_formats_unknown_or_misleading_paths),
 	};

@@ -268,11 +268,7 @@ int cmd_record(int argc, char **argv)
 	ret = cli_parse(argc, argv, &spec, &s, &o);
 	if (ret >= 0)
 		return ret;
-	writer = o.format ? out_by_name(o.format) : NULL;
-	if (!writer && o.path)
-		writer = out_by_path(o.path);
-	if (!writer)
-		writer = out_by_name("folded");
+	writer = out_choose(o.format, o.path);
 	if (ro.gil_stats && s.mode == CLI_MODE_OFFCPU)
 		return cli_usage_error(
 			"record", "%s",

@@ -300,11 +300,7 @@ static int run(struct trace_opts *t, const struct cli_sampling *s, const struct 
 	/* the syntax now; a tracepoint's fields once its tracepoints are known */
 	if (t->filter && filter_compile(&r.filters, t->filter, &t->set, false, why, sizeof(why)))
 		return cli_usage_error("trace", "%s", why);
-	writer = o->format ? out_by_name(o->format) : NULL;
-	if (!writer && o->path)
-		writer = out_by_path(o->path);
-	if (!writer)
-		writer = out_by_name("folded");
+	writer = out_choose(o->format, o->path);
 	if (writer->timeline && !t->latency)
 		return cli_usage_error("trace", "%s",
 				       "the timeline format places each hit in "

@@ -45,6 +45,15 @@ const struct out_writer *out_by_path(const char *path)
 	return NULL;
 }
 
+const struct out_writer *out_choose(const char *format, const char *path)
+{
+	const struct out_writer *w = format ? out_by_name(format) : NULL;
+
+	if (!w && path)
+		w = out_by_path(path);
+	return w ? w : out_by_name("folded");
+}
+
 bool out_path_has_extension(const char *path)
 {
 	const char *base = strrchr(path, '/');

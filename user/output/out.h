@@ -20,6 +20,10 @@ struct out_writer {
 const struct out_writer *out_by_name(const char *name);
 /* Writer for an output path by its extension; NULL when the extension says nothing. */
 const struct out_writer *out_by_path(const char *path);
+/* The writer a command uses: the one --format names (format, else NULL), else the one the
+ * output path's extension names (path, else NULL), else folded. Never NULL (an unknown
+ * format, which the command line refuses first, counts as none). */
+const struct out_writer *out_choose(const char *format, const char *path);
 /* Does the path's last component have an extension ("x.svg", not "x" or ".hidden")? */
 bool out_path_has_extension(const char *path);
 /* Comma-separated list of format names, for help and error messages. */
