@@ -6,6 +6,7 @@
  * processes alive, not the processes seen. */
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,22 +208,34 @@ static void drop_target(struct discover *d, struct target *t)
 	d->ntargets--;
 }
 
+/* Remove element i of an array of n elements of `size` bytes, indexed by the pid_t at
+ * `pid_off` of each in `index`: the last element takes its place (and its index entry). */
+static void remove_by_pid(struct htab *index, void *array, size_t size, size_t pid_off, size_t *n,
+			  uint32_t i)
+{
+	uint8_t *a = array;
+	uint32_t last = (uint32_t)*n - 1;
+	pid_t pid;
+
+	memcpy(&pid, a + (size_t)i * size + pid_off, sizeof(pid));
+	htab_remove(index, hash_mix64((uint32_t)pid), i);
+	if (i != last) {
+		memcpy(&pid, a + (size_t)last * size + pid_off, sizeof(pid));
+		htab_remove(index, hash_mix64((uint32_t)pid), last);
+		memcpy(a + (size_t)i * size, a + (size_t)last * size, size);
+		htab_insert(index, hash_mix64((uint32_t)pid), i); /* the slot was just freed */
+	}
+	(*n)--;
+}
+
 static void unwatch(struct discover *d, pid_t pid)
 {
 	struct watch *w = watched(d, pid);
-	uint32_t i, last;
 
 	if (!w)
 		return;
-	i = (uint32_t)(w - d->watch);
-	last = (uint32_t)d->nwatch - 1;
-	htab_remove(&d->watch_by_pid, hash_mix64((uint32_t)pid), i);
-	if (i != last) {
-		htab_remove(&d->watch_by_pid, hash_mix64((uint32_t)d->watch[last].pid), last);
-		d->watch[i] = d->watch[last];
-		htab_insert(&d->watch_by_pid, hash_mix64((uint32_t)d->watch[i].pid), i);
-	}
-	d->nwatch--;
+	remove_by_pid(&d->watch_by_pid, d->watch, sizeof(*d->watch), offsetof(struct watch, pid),
+		      &d->nwatch, (uint32_t)(w - d->watch));
 }
 
 static struct skipped *skipped_of(const struct discover *d, pid_t pid)
@@ -238,19 +251,11 @@ static struct skipped *skipped_of(const struct discover *d, pid_t pid)
 static void unskip(struct discover *d, pid_t pid)
 {
 	struct skipped *s = skipped_of(d, pid);
-	uint32_t i, last;
 
 	if (!s)
 		return;
-	i = (uint32_t)(s - d->skipped);
-	last = (uint32_t)d->nskipped - 1;
-	htab_remove(&d->skipped_by_pid, hash_mix64((uint32_t)pid), i);
-	if (i != last) {
-		htab_remove(&d->skipped_by_pid, hash_mix64((uint32_t)d->skipped[last].pid), last);
-		d->skipped[i] = d->skipped[last];
-		htab_insert(&d->skipped_by_pid, hash_mix64((uint32_t)d->skipped[i].pid), i);
-	}
-	d->nskipped--;
+	remove_by_pid(&d->skipped_by_pid, d->skipped, sizeof(*d->skipped),
+		      offsetof(struct skipped, pid), &d->nskipped, (uint32_t)(s - d->skipped));
 }
 
 /* Count the skip of lifetime `start_ticks` of `pid`, unless it was counted already.
