@@ -29,50 +29,26 @@ static int compile(const char *expr)
 	return filter_compile(&fs, expr, &set, false, why, sizeof(why));
 }
 
-/* Run the program as the BPF side does, over fields given here. */
+/* The ids the programs see as the current thread's. */
+static int64_t cur_pid;
+#define PW_FILTER_PID() cur_pid
+#define PW_FILTER_TID() cur_pid
+#define PW_FILTER_RUN_DECL static int
+#include "filter_run.h"
+
+/* Run the program with the BPF side's own interpreter, over fields given here. */
 static bool run(const struct pw_filter *f, const int64_t *args, int64_t ret, int64_t pid,
 		const char *comm)
 {
-	uint64_t bits = 0;
+	static struct pw_hit hit;
 
-	for (uint32_t i = 0; i < f->n; i++) {
-		const struct pw_filter_insn *in = &f->insn[i];
-		uint64_t top = bits & 1;
-		int64_t v = 0;
-
-		switch (in->op) {
-		case PW_FOP_CMP:
-			if (in->field == PW_FF_COMM) {
-				bool eq = !strcmp(comm, f->strs[in->value]);
-
-				top = in->cmp == PW_FCMP_NE ? !eq : eq;
-			} else {
-				v = in->field == PW_FF_ARG   ? args[in->arg]
-				    : in->field == PW_FF_RET ? ret
-							     : pid;
-				top = in->cmp == PW_FCMP_EQ   ? v == in->value
-				      : in->cmp == PW_FCMP_NE ? v != in->value
-				      : in->cmp == PW_FCMP_LT ? v < in->value
-				      : in->cmp == PW_FCMP_GT ? v > in->value
-				      : in->cmp == PW_FCMP_LE ? v <= in->value
-							      : v >= in->value;
-			}
-			bits = bits << 1 | top;
-			break;
-		case PW_FOP_AND:
-			bits >>= 1;
-			bits = (bits & ~1ull) | (top & bits & 1);
-			break;
-		case PW_FOP_OR:
-			bits >>= 1;
-			bits = (bits & ~1ull) | (top | (bits & 1));
-			break;
-		case PW_FOP_NOT:
-			bits ^= 1;
-			break;
-		}
-	}
-	return bits & 1;
+	memset(&hit, 0, sizeof(hit));
+	for (int i = 0; i < 6; i++)
+		hit.args[i] = (uint64_t)args[i];
+	hit.ret = (uint64_t)ret;
+	strncpy((char *)hit.comm, comm, sizeof(hit.comm) - 1);
+	cur_pid = pid;
+	return pw_filter_run(f, &hit);
 }
 
 static void test_programs_evaluate_like_the_expression(void **state)
