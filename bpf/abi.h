@@ -63,6 +63,7 @@ enum pw_outcome {
 	X(LATENCY_UNPAIRED, "latency returns without their entry")                           \
 	X(OFFCPU_RESUMED, "off-CPU: blocked threads that ran again")                         \
 	X(OFFCPU_LOST, "off-CPU: resumptions lost (ring buffer full)")                       \
+	X(OFFCPU_UNSEEN, "off-CPU: returns the kernel did not show, timed from run time")    \
 	X(OFFCPU_DEFERRED, "off-CPU: waits in a system call, walked at its exit if long")    \
 	X(OFFCPU_SHORT, "off-CPU: waits shorter than --min-block, not walked")               \
 	X(OFFCPU_UNATTRIBUTED, "off-CPU: long waits whose system call exit was not seen")    \

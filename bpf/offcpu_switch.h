@@ -121,6 +121,27 @@ static __always_inline void switched_in(struct task_struct *next, __u64 now)
 	bpf_map_delete_elem(&switched_out, &tid);
 }
 
+/* `prev` leaves the CPU again while its last wait (`out`, whose stack userspace holds) has
+ * no return: the kernel did not show the switch that brought it back (some kernels do not
+ * deliver every sched_switch to BPF). Since that return the thread ran without a break, so
+ * its scheduler's run time since it was last picked, sum_exec_runtime - its value then,
+ * says when it came back: that return is shipped now. A thread that ran longer than it
+ * has been away came back before its wait began (a mark set at attach too late): nothing
+ * is shipped and userspace counts the wait as one whose end was not seen. */
+static __always_inline void returned_unseen(struct task_struct *prev, __u32 tid, __u64 now,
+					    const struct pw_switched_out *out)
+{
+	__u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) -
+		    BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+	__u64 back;
+
+	if (now <= out->time_ns || ran >= now - out->time_ns)
+		return;
+	back = now - ran;
+	if (!ship_resumption(tid, back, back - out->time_ns, out))
+		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNSEEN));
+}
+
 /* The system call the current thread is in, or -1 (a fault, an interrupt, preemption). */
 static __always_inline __s64 current_syscall(struct task_struct *task)
 {
@@ -175,6 +196,8 @@ static __always_inline void switched_out_now(void *ctx, struct task_struct *prev
 	old = bpf_map_lookup_elem(&switched_out, &tid);
 	if (old && (old->flags & PW_SW_OWED))
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_UNATTRIBUTED));
+	else if (old && (old->flags & PW_SW_HELD))
+		returned_unseen(prev, tid, now, old);
 	count_probe(PW_PROBE_OFFCPU, PW_COUNTER_INDEX(PW_CNT_RUNS));
 	/* its kernel stack, here in __schedule, is why it left the CPU */
 	outcome = sample_python(ctx, pid, tid, cfg, PW_PROBE_OFFCPU, 0, 0,

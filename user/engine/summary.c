@@ -106,6 +106,12 @@ static void print_offcpu_summary(struct engine *e, const struct engine_counts *c
 		secs(ns[PW_BLOCK_OTHER]), (unsigned long long)st->open_at_end, secs(st->open_ns),
 		(unsigned long long)st->short_blocks, (unsigned long long)st->replaced,
 		(unsigned long long)st->over_budget, (unsigned long long)st->ended);
+	if (c->counters[PW_CNT_OFFCPU_UNSEEN])
+		log_printf(LOG_INFO,
+			   "pywalk: off-CPU: %llu return%s the kernel did not show, timed from the "
+			   "thread's run time when it left again\n",
+			   (unsigned long long)c->counters[PW_CNT_OFFCPU_UNSEEN],
+			   c->counters[PW_CNT_OFFCPU_UNSEEN] == 1 ? "" : "s");
 	if (e->s.min_block_ns)
 		log_printf(
 			LOG_INFO,
