@@ -9,11 +9,11 @@ recording per scenario the tests check what a user would:
 
 * every process of the workload appears under its own root frame 'comm (PID)', with the PID
   it reported, and its busy function under no other PID;
-* its samples are on its exact stack (qualname, file and line of every frame) at least as
-  often as its busy share of its own CPU time says, less EXACT_SLACK;
+* its busy loop got the samples its busy CPU time gives at HZ (less LOOP_SLACK and the
+  share of the time the host stole), and nearly all of them (EXACT_SLACK) are on its exact
+  stack: qualname, file and line of every frame;
 * its share of the workload's samples is within SHARE_TOLERANCE of its share of the
-  workload's measured CPU time, and it got at least SAMPLES_FLOOR of the samples its busy
-  CPU time should give;
+  workload's measured CPU time;
 * the summary buckets add up, folded counts + not counted == shipped, and the 'processes
   sampled' line counts at least the processes the workload started (fork children
   inherited, when there are fork children).
@@ -38,8 +38,18 @@ import pywalk_e2e as e2e
 
 HZ = 999
 SHARE_TOLERANCE = 0.05   # a process's share of samples vs. its share of CPU, absolute
-EXACT_SLACK = 0.05       # exact-stack fraction may fall this short of busy / own CPU
-SAMPLES_FLOOR = 0.8      # exact-stack samples >= this x busy CPU seconds x HZ
+# The busy loop is burn's call line and what it calls. Its samples are >= (1 - LOOP_SLACK -
+# stolen share) x busy CPU seconds x HZ: the sampler's clock (cpu-clock, which counts a
+# virtual CPU's stolen time, and whose timer is re-armed from when it fired, so its latency
+# stretches each period: 3% fewer samples here) and process_time (which leaves steal out)
+# both measure it. Of the loop's samples at least 1 - EXACT_SLACK are on the exact stack; the
+# rest are burn's own line between calls and the work function's first and last line,
+# measured at 0.4% on average and 2.4% at worst over 221 processes. That share does not
+# depend on any clock. No bound is put on the exact share of all samples: startup and exit,
+# outside the loop, are where stolen time lands unevenly (a cold CI machine took 10% more
+# samples than process_time said, all of them outside the loop).
+LOOP_SLACK = 0.2
+EXACT_SLACK = 0.05
 ATTACH_TIMEOUT_S = 30.0
 RUN_TIMEOUT_S = 120
 METHODS = ("fork", "forkserver", "spawn")
@@ -51,8 +61,9 @@ BURN_MARKERS = e2e.source_markers("tree_common.py")
 class Run:
     """One recording: pywalk's result, the folded rows and what the processes reported."""
 
-    def __init__(self, interp, result, out_path, target_stdout, what):
+    def __init__(self, interp, result, out_path, target_stdout, what, stolen):
         self.interp = interp
+        self.stolen = stolen  # share of the recording's busy CPU time the host stole
         self.result = result
         self.out_path = out_path
         self.what = what
@@ -91,9 +102,10 @@ def launch(interp, argv, out_path, subprocesses=True, extra=()):
     args = ["record", "-F", str(HZ), "-o", out_path] + (
         ["--subprocesses"] if subprocesses else []) + list(extra)
     args += ["--"] + list(argv)
+    stolen = e2e.StolenTime()
     r = e2e.run_pywalk(args, timeout=RUN_TIMEOUT_S)
     r.args = args
-    return Run(interp, r, out_path, r.stdout, "launched: " + " ".join(args))
+    return Run(interp, r, out_path, r.stdout, "launched: " + " ".join(args), stolen.share())
 
 
 def attach(interp, start_target, script, args, out_path, extra=()):
@@ -101,6 +113,7 @@ def attach(interp, start_target, script, args, out_path, extra=()):
     (SIGUSR1): everything the workload does happens while pywalk follows it. pywalk runs
     until the followed processes are gone."""
     t = start_target(interp, *(list(args) + ["--wait"]), script=script)
+    stolen = e2e.StolenTime()
     argv = [e2e.pywalk_path(), "record", "-v", "-F", str(HZ), "-o", out_path, "-p",
             str(t.pid)] + [str(a) for a in extra]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -126,7 +139,7 @@ def attach(interp, start_target, script, args, out_path, extra=()):
     t.proc.wait(timeout=RUN_TIMEOUT_S)
     stdout = t.proc.stdout.read().decode(errors="replace")
     return Run(interp, result, out_path, stdout, "attached: %s to %s" % (
-        " ".join(argv), " ".join(t.argv)))
+        " ".join(argv), " ".join(t.argv)), stolen.share())
 
 
 # --- expectations ------------------------------------------------------------------------
@@ -139,6 +152,26 @@ def expected_stack(rec):
     return tuple(tuple(fr) for fr in rec["callers"]) + (
         ("burn", rec["burn_file"], BURN_MARKERS["call:burn"]),
         (rec["role"], rec["leaf_file"], leaf_line))
+
+
+def check_busy_loop(run, rec, counter):
+    """The two bounds of LOOP_SLACK and EXACT_SLACK on a process's busy loop, whose samples
+    are those of `counter` (its stacks) under burn's call. Returns (loop samples, exact
+    samples, the loop's floor)."""
+    want = expected_stack(rec)
+    loop = sum(n for stack, n in counter.items() if stack[:len(want) - 1] == want[:-1])
+    exact, floor = counter[want], (1.0 - LOOP_SLACK - run.stolen) * rec["busy"] * HZ
+    what = "%s (PID %s): %.3f s of busy CPU at %d Hz, %.1f%% of the time stolen\n" \
+        "expected: %s\ngot:\n%s\n%s" % (
+            rec["role"], rec["pid"], rec["busy"], HZ, 100 * run.stolen,
+            ";".join("%s (%s:%s)" % fr for fr in want), format_stacks(counter),
+            run.describe())
+    assert loop >= floor, "%d samples in the busy loop, expected >= %.0f: %s" % (
+        loop, floor, what)
+    assert exact >= (1.0 - EXACT_SLACK) * loop, \
+        "%d of the busy loop's %d samples on the exact stack, expected >= %.0f%%: %s" % (
+            exact, loop, 100 * (1.0 - EXACT_SLACK), what)
+    return loop, exact, floor
 
 
 def own_cpu(rec):
@@ -199,20 +232,10 @@ def check_processes(run, roles, by_pid=True):
     table = []
     for role in roles:
         rec, counter = recs[role], stacks[key[role]]
-        want = expected_stack(rec)
-        n, exact = sum(counter.values()), counter[want]
-        exact_min = rec["busy"] / own_cpu(rec) - EXACT_SLACK
-        assert exact >= exact_min * n, \
-            "%s (PID %s): %d of %d samples (%.1f%%) on its exact stack, busy CPU says " \
-            ">= %.1f%%\nexpected: %s\ngot:\n%s\n%s" % (
-                role, rec["pid"], exact, n, 100.0 * exact / n, 100 * exact_min,
-                ";".join("%s (%s:%s)" % fr for fr in want), format_stacks(counter),
-                run.describe())
-        assert exact >= SAMPLES_FLOOR * rec["busy"] * HZ, \
-            "%s: %d exact samples for %.2f s of busy CPU at %d Hz\n%s" % (
-                role, exact, rec["busy"], HZ, run.describe())
+        n = sum(counter.values())
+        loop, exact, floor = check_busy_loop(run, rec, counter)
         share, cpu_share = n / total, own_cpu(rec) / cpu_total
-        table.append((role, rec["pid"], n, 100.0 * exact / n, 100 * share, 100 * cpu_share))
+        table.append((role, rec["pid"], n, loop, exact, floor, 100 * share, 100 * cpu_share))
         assert abs(share - cpu_share) <= SHARE_TOLERANCE, \
             "%s: %.1f%% of the workload's samples, %.1f%% of its CPU time (%.3f of %.3f s)" \
             "\n%s" % (role, 100 * share, 100 * cpu_share, own_cpu(rec), cpu_total,
@@ -224,10 +247,13 @@ def check_processes(run, roles, by_pid=True):
 def print_table(run, table):
     """One line per process (shown with pytest -rA): the figures of the report."""
     test = os.environ.get("PYTEST_CURRENT_TEST", "?").split("::")[-1].split(" ")[0]
-    print("%s: %s [%s]" % (test, run.what, run.interp.id))
-    for role, pid, n, exact, share, cpu_share in table:
-        print("  %-16s PID %-7s samples %5d  exact %5.1f%%  share %5.1f%%  cpu %5.1f%%  "
-              "error %+.1f pts" % (role, pid, n, exact, share, cpu_share, share - cpu_share))
+    print("%s: %s [%s] (%.1f%% of the time stolen)" % (test, run.what, run.interp.id,
+                                                        100 * run.stolen))
+    for role, pid, n, loop, exact, floor, share, cpu_share in table:
+        print("  %-16s PID %-7s samples %5d  busy loop %5d (floor %5.0f)  exact %5.1f%%  "
+              "share %5.1f%%  cpu %5.1f%%  error %+.1f pts" % (
+                  role, pid, n, loop, floor, 100.0 * exact / loop, share, cpu_share,
+                  share - cpu_share))
 
 
 # --- 1, 5, 6: multiprocessing ----------------------------------------------------------
@@ -353,27 +379,18 @@ def test_exec_into_another_program(pywalk, interp, start_target, out_path, mode)
     if first["pid"] in comms:
         assert comms[first["pid"]] == comm_of(interp), comms
     counter = next(iter(stacks.values()))
-    exact = dict((r["role"], counter[expected_stack(r)]) for r in (first, second))
+    loops = dict((r["role"], check_busy_loop(run, r, counter)) for r in (first, second))
+    exact = dict((role, loops[role][1]) for role in loops)
     n = sum(counter.values())
     table = []
     for role, rec in recs.items():
-        assert exact[role] >= SAMPLES_FLOOR * rec["busy"] * HZ, \
-            "%s: %d samples on its exact stack %s for %.2f s of busy CPU at %d Hz\n%s\n%s" % (
-                role, exact[role], expected_stack(rec), rec["busy"], HZ,
-                format_stacks(counter), run.describe())
         share = exact[role] / (exact["first_work"] + exact["second_work"])
         busy_share = rec["busy"] / (first["busy"] + second["busy"])
-        table.append((role, rec["pid"], exact[role], 100.0 * exact[role] / n, 100 * share,
-                      100 * busy_share))
+        table.append((role, rec["pid"], n) + loops[role] + (100 * share, 100 * busy_share))
         assert abs(share - busy_share) <= SHARE_TOLERANCE, \
             "%s: %.1f%% of the busy samples, %.1f%% of the busy CPU\n%s" % (
                 role, 100 * share, 100 * busy_share, run.describe())
     # CPU time survives the exec: the second program's includes the first's
-    exact_min = (first["busy"] + second["busy"]) / (
-        second["cpu"] - first["cpu_before_go"]) - EXACT_SLACK
-    assert sum(exact.values()) >= exact_min * n, \
-        "%d of %d samples on the two exact stacks, busy CPU says >= %.1f%%\n%s\n%s" % (
-            sum(exact.values()), n, 100 * exact_min, format_stacks(counter), run.describe())
     assert second["cpu"] > first["cpu"], run.records
     print_table(run, table)
 
@@ -429,6 +446,7 @@ def test_children_forked_while_pywalk_lags(pywalk, interp, out_path, tmp_path):
     sh = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, start_new_session=True)
     pw = None
+    stolen = e2e.StolenTime()
     try:
         assert sh.stdout.readline() == b"READY\n"
         argv = [e2e.pywalk_path(), "record", "-v", "-F", str(HZ), "-o", out_path,
@@ -467,7 +485,7 @@ def test_children_forked_while_pywalk_lags(pywalk, interp, out_path, tmp_path):
                 p.wait()
         sh.stdout.close()
     run = Run(interp, result, out_path, stdout, "stopped while the tree started: %s" % (
-        " ".join(argv),))
+        " ".join(argv),), stolen.share())
     for rec in run.records:
         # what ran before pywalk resumed is not to be sampled; busy is bounded below
         rec["cpu_before_go"] = before.get(rec["pid"], 0.0)
