@@ -4,6 +4,7 @@
  * with hostile names (skipped when Go is not installed: apt-get install golang-go). */
 #include "test_out_fixture.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +57,33 @@ static void test_pb_fields(void **state)
 		     "\x0a\x03\x01\xac\x02",
 		     14);
 	strbuf_free(&sb);
+}
+
+/* A failure is kept: later fields write nothing and return it, a message with an error is
+ * not nested into another but passes its error on, and a reset forgets it. */
+static void test_pb_first_error_kept(void **state)
+{
+	struct strbuf sb = { 0 }, msg = { 0 };
+
+	(void)state;
+	assert_int_equal(pb_uint(&sb, 2, 150), 0);
+	assert_int_equal(strbuf_fail(&sb, -ENOMEM), -ENOMEM);
+	assert_int_equal(strbuf_fail(&sb, -EINVAL), -ENOMEM); /* the first one stays */
+	assert_int_equal(pb_uint(&sb, 2, 150), -ENOMEM);
+	assert_int_equal(pb_bytes(&sb, 6, "hi", 2), -ENOMEM);
+	assert_int_equal(pb_packed(&sb, 1, (uint64_t[]){ 1 }, 1), -ENOMEM);
+	assert_int_equal(pb_uint(&sb, 1, 0), -ENOMEM); /* even a field left out says so */
+	assert_int_equal(strbuf_addf(&sb, "%d", 1), -ENOMEM);
+	expect_bytes(&sb, "\x10\x96\x01", 3);
+
+	strbuf_reset(&sb);
+	assert_int_equal(sb.err, 0);
+	assert_int_equal(pb_uint(&msg, 1, 7), 0);
+	strbuf_fail(&msg, -E2BIG);
+	assert_int_equal(pb_msg(&sb, 3, &msg), -E2BIG);
+	assert_int_equal(sb.len, 0);
+	strbuf_free(&sb);
+	strbuf_free(&msg);
 }
 
 /* --- a reader for what the writer produced ---------------------------------------- */
@@ -397,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pb_varints),
 		cmocka_unit_test(test_pb_fields),
+		cmocka_unit_test(test_pb_first_error_kept),
 		cmocka_unit_test(test_pprof_decodes_to_the_profile),
 		cmocka_unit_test(test_pprof_strings_are_valid_utf8),
 		cmocka_unit_test(test_pprof_go_tool_reads_hostile_names),

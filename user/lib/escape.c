@@ -10,12 +10,19 @@
 #include "lib/escape.h"
 #include "lib/util.h"
 
+int strbuf_fail(struct strbuf *sb, int err)
+{
+	if (!sb->err)
+		sb->err = err;
+	return sb->err;
+}
+
 int strbuf_add(struct strbuf *sb, const char *s, size_t len)
 {
-	int err = grow_array((void **)&sb->buf, &sb->cap, sb->len + len + 1, 1);
+	int err = sb->err ? sb->err : grow_array((void **)&sb->buf, &sb->cap, sb->len + len + 1, 1);
 
 	if (err)
-		return err;
+		return strbuf_fail(sb, err);
 	memcpy(sb->buf + sb->len, s, len);
 	sb->len += len;
 	sb->buf[sb->len] = 0;
@@ -31,12 +38,14 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
+	if (sb->err)
+		return sb->err;
 	if (n < 0)
-		return -EINVAL;
+		return strbuf_fail(sb, -EINVAL);
 	if ((size_t)n < sizeof(small))
 		return strbuf_add(sb, small, n);
 	if (grow_array((void **)&sb->buf, &sb->cap, sb->len + n + 1, 1))
-		return -ENOMEM;
+		return strbuf_fail(sb, -ENOMEM);
 	va_start(ap, fmt);
 	vsnprintf(sb->buf + sb->len, n + 1, fmt, ap);
 	va_end(ap);
@@ -47,6 +56,7 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 void strbuf_reset(struct strbuf *sb)
 {
 	sb->len = 0;
+	sb->err = 0;
 	if (sb->buf)
 		sb->buf[0] = 0;
 }

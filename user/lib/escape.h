@@ -8,13 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A growable string that keeps its first error: once an append fails, later ones do
+ * nothing and return it, so a writer appends a whole message and checks `err` once. */
 struct strbuf {
 	char *buf;
 	size_t len, cap;
+	int err; /* 0, or the first append's failure (a negative errno) */
 };
 
 int strbuf_add(struct strbuf *sb, const char *s, size_t len);
 int strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record a failure of the caller's own (one the buffer did not see); returns sb->err. */
+int strbuf_fail(struct strbuf *sb, int err);
+/* Empty, and the error forgotten: a fresh start for a scratch buffer. */
 void strbuf_reset(struct strbuf *sb);
 void strbuf_free(struct strbuf *sb);
 

@@ -170,19 +170,12 @@ static int64_t str_id(struct otlp *ot, const char *s)
 	return id > MAX_INDEX ? -E2BIG : id;
 }
 
-static int put_msg(struct strbuf *to, uint32_t field, const struct strbuf *m)
-{
-	return pb_bytes(to, field, m->buf, m->len);
-}
-
 /* A string field made valid UTF-8. */
 static int put_str(struct otlp *ot, struct strbuf *to, uint32_t field, const char *s)
 {
-	int err;
-
 	strbuf_reset(&ot->str);
-	err = escape_utf8(&ot->str, s);
-	return err ? err : pb_bytes(to, field, ot->str.buf, ot->str.len);
+	escape_utf8(&ot->str, s);
+	return pb_msg(to, field, &ot->str);
 }
 
 /* An AnyValue (a string, or an integer when str is NULL) into `to` as field `field`. */
@@ -190,22 +183,20 @@ static int put_any_value(struct otlp *ot, struct strbuf *to, uint32_t field, con
 			 int64_t num)
 {
 	struct strbuf v = { 0 };
-	int err;
 
 	if (str) {
-		err = put_str(ot, &v, ANY_VALUE_STRING, str);
+		put_str(ot, &v, ANY_VALUE_STRING, str);
 	} else if (num) {
-		err = pb_uint(&v, ANY_VALUE_INT, (uint64_t)num);
+		pb_uint(&v, ANY_VALUE_INT, (uint64_t)num);
 	} else {
 		/* pb_uint leaves a 0 out, which would leave the oneof unset ("empty") */
 		static const char int_zero[] = { ANY_VALUE_INT << 3 | PB_VARINT, 0 };
 
-		err = strbuf_add(&v, int_zero, sizeof(int_zero));
+		strbuf_add(&v, int_zero, sizeof(int_zero));
 	}
-	if (!err)
-		err = put_msg(to, field, &v);
+	pb_msg(to, field, &v);
 	strbuf_free(&v);
-	return err;
+	return to->err;
 }
 
 /* A resource attribute (KeyValue) into `to`. */
@@ -213,15 +204,12 @@ static int put_resource_attr(struct otlp *ot, struct strbuf *to, const char *key
 			     int64_t num)
 {
 	struct strbuf kv = { 0 };
-	int err;
 
-	err = pb_bytes(&kv, KEY_VALUE_KEY, key, strlen(key));
-	if (!err)
-		err = put_any_value(ot, &kv, KEY_VALUE_VALUE, str, num);
-	if (!err)
-		err = put_msg(to, RESOURCE_ATTRIBUTES, &kv);
+	pb_bytes(&kv, KEY_VALUE_KEY, key, strlen(key));
+	put_any_value(ot, &kv, KEY_VALUE_VALUE, str, num);
+	pb_msg(to, RESOURCE_ATTRIBUTES, &kv);
 	strbuf_free(&kv);
-	return err;
+	return to->err;
 }
 
 /* The Resource: what the process is, in the semantic conventions' names. The executable's
@@ -232,27 +220,22 @@ static int put_resource(struct otlp *ot, struct strbuf *to, const struct profile
 			      : pr->service[0]			  ? pr->service
 								  : pr->comm;
 	struct strbuf r = { 0 };
-	int err;
 
-	err = put_resource_attr(ot, &r, "service.name", service, 0);
-	if (!err && ot->o->host && ot->o->host[0])
-		err = put_resource_attr(ot, &r, "host.name", ot->o->host, 0);
-	if (!err)
-		err = put_resource_attr(ot, &r, "process.pid", NULL, pr->pid);
-	if (!err && pr->nspid != pr->pid)
-		err = put_resource_attr(ot, &r, "process.vpid", NULL, pr->nspid);
-	if (!err)
-		err = put_resource_attr(ot, &r, "process.executable.name", pr->comm, 0);
-	if (!err)
-		err = put_resource_attr(ot, &r, "process.runtime.name", "cpython", 0);
-	if (!err && pr->python[0])
-		err = put_resource_attr(ot, &r, "process.runtime.version", pr->python, 0);
-	if (!err && pr->container[0])
-		err = put_resource_attr(ot, &r, "container.id", pr->container, 0);
-	if (!err)
-		err = put_msg(to, RESOURCE_PROFILES_RESOURCE, &r);
+	put_resource_attr(ot, &r, "service.name", service, 0);
+	if (ot->o->host && ot->o->host[0])
+		put_resource_attr(ot, &r, "host.name", ot->o->host, 0);
+	put_resource_attr(ot, &r, "process.pid", NULL, pr->pid);
+	if (pr->nspid != pr->pid)
+		put_resource_attr(ot, &r, "process.vpid", NULL, pr->nspid);
+	put_resource_attr(ot, &r, "process.executable.name", pr->comm, 0);
+	put_resource_attr(ot, &r, "process.runtime.name", "cpython", 0);
+	if (pr->python[0])
+		put_resource_attr(ot, &r, "process.runtime.version", pr->python, 0);
+	if (pr->container[0])
+		put_resource_attr(ot, &r, "container.id", pr->container, 0);
+	pb_msg(to, RESOURCE_PROFILES_RESOURCE, &r);
 	strbuf_free(&r);
-	return err;
+	return to->err;
 }
 
 static int put_value_type(struct otlp *ot, struct strbuf *to, uint32_t field, const char *type,
@@ -261,12 +244,11 @@ static int put_value_type(struct otlp *ot, struct strbuf *to, uint32_t field, co
 	int64_t t = str_id(ot, type), u = str_id(ot, unit);
 
 	if (t < 0 || u < 0)
-		return t < 0 ? (int)t : (int)u;
+		return strbuf_fail(to, t < 0 ? (int)t : (int)u);
 	strbuf_reset(&ot->msg);
-	if (pb_uint(&ot->msg, VALUE_TYPE_TYPE, (uint64_t)t) ||
-	    pb_uint(&ot->msg, VALUE_TYPE_UNIT, (uint64_t)u))
-		return -ENOMEM;
-	return put_msg(to, field, &ot->msg);
+	pb_uint(&ot->msg, VALUE_TYPE_TYPE, (uint64_t)t);
+	pb_uint(&ot->msg, VALUE_TYPE_UNIT, (uint64_t)u);
+	return pb_msg(to, field, &ot->msg);
 }
 
 /* The system name "file:qualname", as the pprof writer has it: unique for a Python function,
@@ -303,12 +285,12 @@ static int64_t function_index(struct otlp *ot, uint32_t func)
 		return n < 0 ? n : f < 0 ? f : sys;
 	first = symtab__func_firstline(st, func);
 	strbuf_reset(&ot->msg);
-	if (pb_uint(&ot->msg, FUNCTION_NAME, (uint64_t)n) ||
-	    pb_uint(&ot->msg, FUNCTION_SYSTEM_NAME, (uint64_t)sys) ||
-	    pb_uint(&ot->msg, FUNCTION_FILENAME, (uint64_t)f) ||
-	    pb_uint(&ot->msg, FUNCTION_START_LINE, first > 0 ? (uint64_t)first : 0) ||
-	    put_msg(&ot->fns, DICT_FUNCTION_TABLE, &ot->msg))
-		return -ENOMEM;
+	pb_uint(&ot->msg, FUNCTION_NAME, (uint64_t)n);
+	pb_uint(&ot->msg, FUNCTION_SYSTEM_NAME, (uint64_t)sys);
+	pb_uint(&ot->msg, FUNCTION_FILENAME, (uint64_t)f);
+	pb_uint(&ot->msg, FUNCTION_START_LINE, first > 0 ? (uint64_t)first : 0);
+	if (pb_msg(&ot->fns, DICT_FUNCTION_TABLE, &ot->msg))
+		return ot->fns.err;
 	ot->fn_of[func] = ot->nfns;
 	return ot->nfns++;
 }
@@ -338,14 +320,14 @@ static int64_t mapping_index(struct otlp *ot, uint32_t id)
 	if (file < 0 || bid < 0)
 		return file < 0 ? file : bid;
 	strbuf_reset(&ot->msg);
-	if (pb_uint(&ot->msg, MAPPING_MEMORY_START, m->start) ||
-	    pb_uint(&ot->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
-	    pb_uint(&ot->msg, MAPPING_FILE_OFFSET, m->offset) ||
-	    pb_uint(&ot->msg, MAPPING_FILENAME_STRINDEX, (uint64_t)file) ||
-	    (bid &&
-	     pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid }, 1)) ||
-	    put_msg(&ot->maps, DICT_MAPPING_TABLE, &ot->msg))
-		return -ENOMEM;
+	pb_uint(&ot->msg, MAPPING_MEMORY_START, m->start);
+	pb_uint(&ot->msg, MAPPING_MEMORY_LIMIT, m->limit);
+	pb_uint(&ot->msg, MAPPING_FILE_OFFSET, m->offset);
+	pb_uint(&ot->msg, MAPPING_FILENAME_STRINDEX, (uint64_t)file);
+	if (bid)
+		pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid }, 1);
+	if (pb_msg(&ot->maps, DICT_MAPPING_TABLE, &ot->msg))
+		return ot->maps.err;
 	ot->map_of[id] = ot->nmaps;
 	return ot->nmaps++;
 }
@@ -379,16 +361,16 @@ static int64_t location_index(struct otlp *ot, uint32_t id)
 		return fn < 0 ? fn : map < 0 ? map : attr;
 	strbuf_reset(&ot->sub);
 	strbuf_reset(&ot->msg);
+	pb_uint(&ot->msg, LOCATION_MAPPING_INDEX, (uint64_t)map); /* 0: none, left out */
+	pb_uint(&ot->msg, LOCATION_ADDRESS, fr->addr);
+	pb_uint(&ot->sub, LINE_FUNCTION_INDEX, (uint64_t)fn);
 	/* a negative line is garbage from the line table: leave it unset (0) */
-	if ((map && pb_uint(&ot->msg, LOCATION_MAPPING_INDEX, (uint64_t)map)) ||
-	    (fr->addr && pb_uint(&ot->msg, LOCATION_ADDRESS, fr->addr)) ||
-	    pb_uint(&ot->sub, LINE_FUNCTION_INDEX, (uint64_t)fn) ||
-	    pb_uint(&ot->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
-	    put_msg(&ot->msg, LOCATION_LINES, &ot->sub) ||
-	    (attr &&
-	     pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)attr }, 1)) ||
-	    put_msg(&ot->locs, DICT_LOCATION_TABLE, &ot->msg))
-		return -ENOMEM;
+	pb_uint(&ot->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0);
+	pb_msg(&ot->msg, LOCATION_LINES, &ot->sub);
+	if (attr)
+		pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)attr }, 1);
+	if (pb_msg(&ot->locs, DICT_LOCATION_TABLE, &ot->msg))
+		return ot->locs.err;
 	ot->loc_of[id] = ot->nlocs;
 	return ot->nlocs++;
 }
@@ -420,9 +402,9 @@ static int64_t stack_index(struct otlp *ot, const struct agg_stack *s)
 		return -E2BIG;
 	if (added) {
 		strbuf_reset(&ot->msg);
-		if (pb_packed(&ot->msg, STACK_LOCATION_INDICES, ot->ids, s->nframes) ||
-		    put_msg(&ot->stks, DICT_STACK_TABLE, &ot->msg))
-			return -ENOMEM;
+		pb_packed(&ot->msg, STACK_LOCATION_INDICES, ot->ids, s->nframes);
+		if (pb_msg(&ot->stks, DICT_STACK_TABLE, &ot->msg))
+			return ot->stks.err;
 	}
 	return id + 1;
 }
@@ -440,7 +422,7 @@ static int64_t attr_index(struct otlp *ot, const char *key, const char *str, int
 	if (str) {
 		strbuf_reset(&ot->str);
 		if (escape_utf8(&ot->str, str))
-			return -ENOMEM;
+			return ot->str.err;
 		k.value = strtab__intern(ot->values, ot->str.buf ? ot->str.buf : "");
 		if (k.value < 0)
 			return k.value;
@@ -452,10 +434,10 @@ static int64_t attr_index(struct otlp *ot, const char *key, const char *str, int
 		return -E2BIG;
 	if (added) {
 		strbuf_reset(&ot->msg);
-		if (pb_uint(&ot->msg, KEY_VALUE_UNIT_KEY, k.key) ||
-		    put_any_value(ot, &ot->msg, KEY_VALUE_UNIT_VALUE, str, num) ||
-		    put_msg(&ot->atts, DICT_ATTRIBUTE_TABLE, &ot->msg))
-			return -ENOMEM;
+		pb_uint(&ot->msg, KEY_VALUE_UNIT_KEY, k.key);
+		put_any_value(ot, &ot->msg, KEY_VALUE_UNIT_VALUE, str, num);
+		if (pb_msg(&ot->atts, DICT_ATTRIBUTE_TABLE, &ot->msg))
+			return ot->atts.err;
 	}
 	return id + 1;
 }
@@ -486,19 +468,21 @@ static int put_samples(struct otlp *ot)
 		attrs[0] = (uint64_t)tid;
 		attrs[1] = (uint64_t)tname;
 		strbuf_reset(&ot->msg);
-		if (pb_uint(&ot->msg, SAMPLE_STACK_INDEX, (uint64_t)stack) ||
-		    pb_packed(&ot->msg, SAMPLE_ATTRIBUTE_INDICES, attrs, 2) ||
-		    pb_packed(&ot->msg, SAMPLE_VALUES, &value, 1) ||
-		    put_msg(&ot->samples, PROFILE_SAMPLES, &ot->msg))
-			return -ENOMEM;
+		pb_uint(&ot->msg, SAMPLE_STACK_INDEX, (uint64_t)stack);
+		pb_packed(&ot->msg, SAMPLE_ATTRIBUTE_INDICES, attrs, 2);
+		pb_packed(&ot->msg, SAMPLE_VALUES, &value, 1);
+		if (pb_msg(&ot->samples, PROFILE_SAMPLES, &ot->msg))
+			return ot->samples.err;
 	}
 	return 0;
 }
 
-/* Append encoded fields as they are. */
+/* Append encoded fields as they are (or their buffer's error). */
 static int put_raw(struct strbuf *to, const struct strbuf *fields)
 {
-	return fields->len ? strbuf_add(to, fields->buf, fields->len) : 0;
+	if (fields->err)
+		return strbuf_fail(to, fields->err);
+	return fields->len ? strbuf_add(to, fields->buf, fields->len) : to->err;
 }
 
 /* The Profile. Its value types come first, so that their strings have low indexes. With a
@@ -513,27 +497,25 @@ static int put_profile(struct otlp *ot, struct strbuf *to)
 	uint8_t id[16] = { 0 };
 	int err;
 
-	err = period_ns ? put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds")
-			: put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "samples", "count");
-	if (!err && period_ns)
-		err = put_value_type(ot, &pr, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
-	if (!err)
-		err = put_samples(ot);
-	if (!err)
-		err = put_raw(&pr, &ot->samples);
-	if (!err)
-		err = pb_fixed64(&pr, PROFILE_TIME_UNIX_NANO, smp->start_ns);
-	if (!err)
-		err = pb_uint(&pr, PROFILE_DURATION_NANO, profile__duration_ns(ot->p));
-	if (!err)
-		err = pb_uint(&pr, PROFILE_PERIOD, period_ns);
-	if (!err && getrandom(id, sizeof(id), GRND_NONBLOCK) == (ssize_t)sizeof(id) &&
+	if (period_ns) {
+		put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+		put_value_type(ot, &pr, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+	} else {
+		put_value_type(ot, &pr, PROFILE_SAMPLE_TYPE, "samples", "count");
+	}
+	err = pr.err ? pr.err : put_samples(ot);
+	if (err)
+		strbuf_fail(&pr, err);
+	put_raw(&pr, &ot->samples);
+	pb_fixed64(&pr, PROFILE_TIME_UNIX_NANO, smp->start_ns);
+	pb_uint(&pr, PROFILE_DURATION_NANO, profile__duration_ns(ot->p));
+	pb_uint(&pr, PROFILE_PERIOD, period_ns);
+	if (getrandom(id, sizeof(id), GRND_NONBLOCK) == (ssize_t)sizeof(id) &&
 	    memcmp(id, (uint8_t[16]){ 0 }, sizeof(id))) /* all zeroes is "invalid" */
-		err = pb_bytes(&pr, PROFILE_PROFILE_ID, id, sizeof(id));
-	if (!err)
-		err = put_msg(to, SCOPE_PROFILES_PROFILES, &pr);
+		pb_bytes(&pr, PROFILE_PROFILE_ID, id, sizeof(id));
+	pb_msg(to, SCOPE_PROFILES_PROFILES, &pr);
 	strbuf_free(&pr);
-	return err;
+	return to->err;
 }
 
 /* The dictionary, tables in field order, each with its zero entry first. Link's zero entry
@@ -543,43 +525,29 @@ static int put_dictionary(struct otlp *ot, struct strbuf *to)
 {
 	static const uint8_t zero[16];
 	struct strbuf d = { 0 }, link = { 0 };
-	int err;
 
-	err = pb_bytes(&d, DICT_MAPPING_TABLE, NULL, 0);
-	if (!err)
-		err = put_raw(&d, &ot->maps);
-	if (!err)
-		err = pb_bytes(&d, DICT_LOCATION_TABLE, NULL, 0);
-	if (!err)
-		err = put_raw(&d, &ot->locs);
-	if (!err)
-		err = pb_bytes(&d, DICT_FUNCTION_TABLE, NULL, 0);
-	if (!err)
-		err = put_raw(&d, &ot->fns);
-	if (!err)
-		err = pb_bytes(&link, LINK_TRACE_ID, zero, 16);
-	if (!err)
-		err = pb_bytes(&link, LINK_SPAN_ID, zero, 8);
-	if (!err)
-		err = put_msg(&d, DICT_LINK_TABLE, &link);
-	for (size_t i = 0; !err && i < strtab__count(ot->strs); i++) {
+	pb_bytes(&d, DICT_MAPPING_TABLE, NULL, 0);
+	put_raw(&d, &ot->maps);
+	pb_bytes(&d, DICT_LOCATION_TABLE, NULL, 0);
+	put_raw(&d, &ot->locs);
+	pb_bytes(&d, DICT_FUNCTION_TABLE, NULL, 0);
+	put_raw(&d, &ot->fns);
+	pb_bytes(&link, LINK_TRACE_ID, zero, 16);
+	pb_bytes(&link, LINK_SPAN_ID, zero, 8);
+	pb_msg(&d, DICT_LINK_TABLE, &link);
+	for (size_t i = 0; !d.err && i < strtab__count(ot->strs); i++) {
 		const char *s = strtab__get(ot->strs, i);
 
-		err = pb_bytes(&d, DICT_STRING_TABLE, s, strlen(s));
+		pb_bytes(&d, DICT_STRING_TABLE, s, strlen(s));
 	}
-	if (!err)
-		err = pb_bytes(&d, DICT_ATTRIBUTE_TABLE, NULL, 0);
-	if (!err)
-		err = put_raw(&d, &ot->atts);
-	if (!err)
-		err = pb_bytes(&d, DICT_STACK_TABLE, NULL, 0);
-	if (!err)
-		err = put_raw(&d, &ot->stks);
-	if (!err)
-		err = put_msg(to, REQUEST_DICTIONARY, &d);
+	pb_bytes(&d, DICT_ATTRIBUTE_TABLE, NULL, 0);
+	put_raw(&d, &ot->atts);
+	pb_bytes(&d, DICT_STACK_TABLE, NULL, 0);
+	put_raw(&d, &ot->stks);
+	pb_msg(to, REQUEST_DICTIONARY, &d);
 	strbuf_free(&d);
 	strbuf_free(&link);
-	return err;
+	return to->err;
 }
 
 /* ResourceProfiles { resource, ScopeProfiles { scope, profile } }. */
@@ -587,25 +555,19 @@ static int put_resource_profiles(struct otlp *ot, struct strbuf *to,
 				 const struct profile_process *pr)
 {
 	struct strbuf rp = { 0 }, sp = { 0 }, scope = { 0 };
-	int err;
 
-	err = put_resource(ot, &rp, pr);
-	if (!err)
-		err = pb_bytes(&scope, SCOPE_NAME, "pywalk", 6);
-	if (!err)
-		err = pb_bytes(&scope, SCOPE_VERSION, PYWALK_VERSION, strlen(PYWALK_VERSION));
-	if (!err)
-		err = put_msg(&sp, SCOPE_PROFILES_SCOPE, &scope);
-	if (!err)
-		err = put_profile(ot, &sp);
-	if (!err)
-		err = put_msg(&rp, RESOURCE_PROFILES_SCOPE_PROFILES, &sp);
-	if (!err)
-		err = put_msg(to, REQUEST_RESOURCE_PROFILES, &rp);
+	put_resource(ot, &rp, pr);
+	pb_bytes(&scope, SCOPE_NAME, "pywalk", 6);
+	pb_bytes(&scope, SCOPE_VERSION, PYWALK_VERSION, strlen(PYWALK_VERSION));
+	pb_msg(&sp, SCOPE_PROFILES_SCOPE, &scope);
+	if (!sp.err && !rp.err) /* the profile is the costly part */
+		put_profile(ot, &sp);
+	pb_msg(&rp, RESOURCE_PROFILES_SCOPE_PROFILES, &sp);
+	pb_msg(to, REQUEST_RESOURCE_PROFILES, &rp);
 	strbuf_free(&rp);
 	strbuf_free(&sp);
 	strbuf_free(&scope);
-	return err;
+	return to->err;
 }
 
 int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void **buf, size_t *len)

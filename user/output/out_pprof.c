@@ -88,62 +88,58 @@ static int64_t str_id(struct pprof *pp, const char *s)
 	return strtab__intern(pp->strs, pp->str.buf ? pp->str.buf : "");
 }
 
-/* Append a message (already in `m`) as field `field` of `to`. */
-static int put_msg(struct strbuf *to, uint32_t field, const struct strbuf *m)
+/* Field `field` of sb: a string table index, or the failure that `id` is (kept as sb's
+ * error). */
+static int put_id(struct strbuf *sb, uint32_t field, int64_t id)
 {
-	return pb_bytes(to, field, m->buf, m->len);
+	return id < 0 ? strbuf_fail(sb, (int)id) : pb_uint(sb, field, (uint64_t)id);
+}
+
+static int put_strid(struct pprof *pp, struct strbuf *sb, uint32_t field, const char *s)
+{
+	return put_id(sb, field, str_id(pp, s));
 }
 
 static int put_value_type(struct pprof *pp, uint32_t field, const char *type, const char *unit)
 {
-	int64_t t = str_id(pp, type), u = str_id(pp, unit);
-
-	if (t < 0 || u < 0)
-		return t < 0 ? (int)t : (int)u;
 	strbuf_reset(&pp->msg);
-	if (pb_uint(&pp->msg, VALUE_TYPE_TYPE, t) || pb_uint(&pp->msg, VALUE_TYPE_UNIT, u))
-		return -ENOMEM;
-	return put_msg(&pp->out, field, &pp->msg);
+	put_strid(pp, &pp->msg, VALUE_TYPE_TYPE, type);
+	put_strid(pp, &pp->msg, VALUE_TYPE_UNIT, unit);
+	return pb_msg(&pp->out, field, &pp->msg);
 }
 
 /* A Label into pp->msg (the Sample being built): a string or a number. */
 static int put_label(struct pprof *pp, const char *key, const char *str, int64_t num)
 {
-	int64_t k = str_id(pp, key), s = str ? str_id(pp, str) : 0;
-
-	if (k < 0 || s < 0)
-		return k < 0 ? (int)k : (int)s;
 	strbuf_reset(&pp->sub);
-	if (pb_uint(&pp->sub, LABEL_KEY, k) || pb_uint(&pp->sub, LABEL_STR, s) ||
-	    (!str && pb_uint(&pp->sub, LABEL_NUM, (uint64_t)num)))
-		return -ENOMEM;
-	return put_msg(&pp->msg, SAMPLE_LABEL, &pp->sub);
+	put_strid(pp, &pp->sub, LABEL_KEY, key);
+	if (str)
+		put_strid(pp, &pp->sub, LABEL_STR, str);
+	else
+		pb_uint(&pp->sub, LABEL_NUM, (uint64_t)num);
+	return pb_msg(&pp->msg, SAMPLE_LABEL, &pp->sub);
 }
 
 /* What tells processes apart: its name (when the profile holds several), and in a
  * container its namespace PID and the container id. */
-static int put_process_labels(struct pprof *pp, const struct profile_process *pr)
+static void put_process_labels(struct pprof *pp, const struct profile_process *pr)
 {
-	int err = 0;
-
 	if (!pr)
-		return 0;
+		return;
 	if (profile__opts(pp->p)->by_process)
-		err = put_label(pp, "process_name", pr->comm, 0);
-	if (!err && pr->nspid != pr->pid)
-		err = put_label(pp, "ns_pid", NULL, pr->nspid);
-	if (!err && pr->container[0])
-		err = put_label(pp, "container_id", pr->container, 0);
-	return err;
+		put_label(pp, "process_name", pr->comm, 0);
+	if (pr->nspid != pr->pid)
+		put_label(pp, "ns_pid", NULL, pr->nspid);
+	if (pr->container[0])
+		put_label(pp, "container_id", pr->container, 0);
 }
 
 static int put_samples(struct pprof *pp)
 {
 	const struct agg *agg = profile__agg(pp->p);
 	uint64_t period_ns = profile__period_ns(pp->p);
-	int err = 0;
 
-	for (size_t i = 0; i < agg__nstacks(agg) && !err; i++) {
+	for (size_t i = 0; i < agg__nstacks(agg) && !pp->out.err; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const uint32_t *frames = agg__stack_frames(agg, s);
 		uint64_t values[PW_MAX_PROBES] = { s->count, s->count * period_ns };
@@ -168,31 +164,22 @@ static int put_samples(struct pprof *pp)
 			nvalues = nprobes;
 		}
 		strbuf_reset(&pp->msg);
-		err = pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
-		if (!err)
-			err = pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues);
-		if (!err)
-			err = put_label(pp, "pid", NULL, s->pid);
-		if (!err)
-			err = put_label(pp, pp->o->fleet ? "thread_id" : "tid", NULL, s->tid);
-		if (!err)
-			err = put_label(pp, "thread_name",
-					profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
-		if (!err)
-			err = put_label(pp, "os_thread_name",
-					profile__proc_thread_os_name(pp->p, s->proc, s->tid), 0);
+		pb_packed(&pp->msg, SAMPLE_LOCATION_ID, pp->ids, s->nframes);
+		pb_packed(&pp->msg, SAMPLE_VALUE, values, nvalues);
+		put_label(pp, "pid", NULL, s->pid);
+		put_label(pp, pp->o->fleet ? "thread_id" : "tid", NULL, s->tid);
+		put_label(pp, "thread_name", profile__proc_thread_name(pp->p, s->proc, s->tid), 0);
+		put_label(pp, "os_thread_name",
+			  profile__proc_thread_os_name(pp->p, s->proc, s->tid), 0);
 		/* why an off-CPU stack was off CPU: its leaf pseudo-frame says it too */
-		if (!err && s->nframes &&
-		    (reason = profile__block_reason(pp->p, frames[s->nframes - 1])))
-			err = put_label(pp, "block_reason", reason, 0);
-		if (!err)
-			err = put_process_labels(pp, profile__process(pp->p, s->proc));
-		for (size_t l = 0; !err && l < pp->o->nlabels; l++)
-			err = put_label(pp, pp->o->labels[l][0], pp->o->labels[l][1], 0);
-		if (!err)
-			err = put_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
+		if (s->nframes && (reason = profile__block_reason(pp->p, frames[s->nframes - 1])))
+			put_label(pp, "block_reason", reason, 0);
+		put_process_labels(pp, profile__process(pp->p, s->proc));
+		for (size_t l = 0; l < pp->o->nlabels; l++)
+			put_label(pp, pp->o->labels[l][0], pp->o->labels[l][1], 0);
+		pb_msg(&pp->out, PROFILE_SAMPLE, &pp->msg);
 	}
-	return err;
+	return pp->out.err;
 }
 
 /* The system name "file:qualname", which names a Python function uniquely. It must differ
@@ -211,15 +198,12 @@ static int64_t system_name(struct pprof *pp, const char *file, const char *name)
 	return id;
 }
 
-/* The build-id as pprof writes it: lowercase hex. */
-static int64_t build_id_str(struct pprof *pp, const struct symtab_mapping *m)
+/* The build-id as pprof writes it: lowercase hex ("" for none). */
+static void build_id_hex(const struct symtab_mapping *m, char hex[2 * SYMTAB_BUILD_ID_MAX + 1])
 {
-	char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
-
 	for (size_t i = 0; i < m->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
 	hex[2 * m->build_id_len] = 0;
-	return str_id(pp, hex);
 }
 
 /* The Mappings (id = mapping id) that the frames written lie in. */
@@ -229,35 +213,30 @@ static int put_mappings(struct pprof *pp)
 	const struct symtab *st = profile__symtab(pp->p);
 	size_t nmaps = symtab__nmappings(st);
 	uint8_t *seen = calloc(nmaps ? nmaps : 1, 1);
-	int err = seen ? 0 : -ENOMEM;
 
-	for (size_t i = 0; i < agg__nframes(agg) && !err; i++) {
+	if (!seen)
+		return strbuf_fail(&pp->out, -ENOMEM);
+	for (size_t i = 0; i < agg__nframes(agg) && !pp->out.err; i++) {
 		const struct agg_frame *fr = agg__frame(agg, i);
 		const struct symtab_mapping *m = symtab__mapping_at(st, fr->map);
-		int64_t file, bid;
+		char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
 
 		if (!pp->used[i] || !m || seen[fr->map])
 			continue;
 		seen[fr->map] = 1;
-		file = str_id(pp, m->path);
-		bid = build_id_str(pp, m);
-		if (file < 0 || bid < 0) {
-			err = -ENOMEM;
-			break;
-		}
+		build_id_hex(m, hex);
 		strbuf_reset(&pp->msg);
-		if (pb_uint(&pp->msg, MAPPING_ID, fr->map) ||
-		    pb_uint(&pp->msg, MAPPING_MEMORY_START, m->start) ||
-		    pb_uint(&pp->msg, MAPPING_MEMORY_LIMIT, m->limit) ||
-		    pb_uint(&pp->msg, MAPPING_FILE_OFFSET, m->offset) ||
-		    pb_uint(&pp->msg, MAPPING_FILENAME, file) ||
-		    (bid && pb_uint(&pp->msg, MAPPING_BUILD_ID, bid)) ||
-		    pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1) ||
-		    put_msg(&pp->out, PROFILE_MAPPING, &pp->msg))
-			err = -ENOMEM;
+		pb_uint(&pp->msg, MAPPING_ID, fr->map);
+		pb_uint(&pp->msg, MAPPING_MEMORY_START, m->start);
+		pb_uint(&pp->msg, MAPPING_MEMORY_LIMIT, m->limit);
+		pb_uint(&pp->msg, MAPPING_FILE_OFFSET, m->offset);
+		put_strid(pp, &pp->msg, MAPPING_FILENAME, m->path);
+		put_strid(pp, &pp->msg, MAPPING_BUILD_ID, hex); /* "": index 0, left out */
+		pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1);
+		pb_msg(&pp->out, PROFILE_MAPPING, &pp->msg);
 	}
 	free(seen);
-	return err;
+	return pp->out.err;
 }
 
 /* A Function's system name: a Python function's "file:qualname"; machine code's own name
@@ -276,111 +255,79 @@ static int put_locations(struct pprof *pp)
 	const struct symtab *st = profile__symtab(pp->p);
 	size_t nframes = agg__nframes(agg), nseen = 0, i;
 	uint8_t *seen = NULL;
-	int err = 0;
 
 	for (i = 0; i < nframes; i++)
 		if (agg__frame(agg, i)->func >= nseen)
 			nseen = (size_t)agg__frame(agg, i)->func + 1;
 	seen = calloc(nseen ? nseen : 1, 1);
 	if (!seen)
-		return -ENOMEM;
-	for (i = 0; i < nframes && !err; i++) {
+		return strbuf_fail(&pp->out, -ENOMEM);
+	for (i = 0; i < nframes && !pp->out.err; i++) {
 		const struct agg_frame *fr = agg__frame(agg, i);
-		int64_t name, file, sysname;
 
 		if (!pp->used[i])
 			continue; /* a frame of another process's stacks only */
 		strbuf_reset(&pp->sub);
 		strbuf_reset(&pp->msg);
+		pb_uint(&pp->sub, LINE_FUNCTION_ID, (uint64_t)fr->func + 1);
 		/* a negative line is garbage from the line table: leave it unknown (0) */
-		if (pb_uint(&pp->sub, LINE_FUNCTION_ID, (uint64_t)fr->func + 1) ||
-		    pb_uint(&pp->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0) ||
-		    pb_uint(&pp->msg, LOCATION_ID, i + 1) ||
-		    (fr->map && pb_uint(&pp->msg, LOCATION_MAPPING_ID, fr->map)) ||
-		    (fr->addr && pb_uint(&pp->msg, LOCATION_ADDRESS, fr->addr)) ||
-		    put_msg(&pp->msg, LOCATION_LINE, &pp->sub) ||
-		    put_msg(&pp->out, PROFILE_LOCATION, &pp->msg)) {
-			err = -ENOMEM;
-			break;
-		}
+		pb_uint(&pp->sub, LINE_LINE, fr->line > 0 ? (uint64_t)fr->line : 0);
+		pb_uint(&pp->msg, LOCATION_ID, i + 1);
+		pb_uint(&pp->msg, LOCATION_MAPPING_ID, fr->map); /* 0: none, left out */
+		pb_uint(&pp->msg, LOCATION_ADDRESS, fr->addr);
+		pb_msg(&pp->msg, LOCATION_LINE, &pp->sub);
+		pb_msg(&pp->out, PROFILE_LOCATION, &pp->msg);
 		if (seen[fr->func])
 			continue;
 		seen[fr->func] = 1;
-		name = str_id(pp, symtab__func_name(st, fr->func));
-		file = str_id(pp, symtab__func_file(st, fr->func));
-		sysname = function_system_name(pp, st, fr->func);
-		if (name < 0 || file < 0 || sysname < 0) {
-			err = -ENOMEM;
-			break;
-		}
 		strbuf_reset(&pp->msg);
-		if (pb_uint(&pp->msg, FUNCTION_ID, (uint64_t)fr->func + 1) ||
-		    pb_uint(&pp->msg, FUNCTION_NAME, name) ||
-		    pb_uint(&pp->msg, FUNCTION_SYSTEM_NAME, sysname) ||
-		    pb_uint(&pp->msg, FUNCTION_FILENAME, file) ||
-		    pb_uint(&pp->msg, FUNCTION_START_LINE,
-			    (uint64_t)(int64_t)symtab__func_firstline(st, fr->func)) ||
-		    put_msg(&pp->out, PROFILE_FUNCTION, &pp->msg))
-			err = -ENOMEM;
+		pb_uint(&pp->msg, FUNCTION_ID, (uint64_t)fr->func + 1);
+		put_strid(pp, &pp->msg, FUNCTION_NAME, symtab__func_name(st, fr->func));
+		put_id(&pp->msg, FUNCTION_SYSTEM_NAME, function_system_name(pp, st, fr->func));
+		put_strid(pp, &pp->msg, FUNCTION_FILENAME, symtab__func_file(st, fr->func));
+		pb_uint(&pp->msg, FUNCTION_START_LINE,
+			(uint64_t)(int64_t)symtab__func_firstline(st, fr->func));
+		pb_msg(&pp->out, PROFILE_FUNCTION, &pp->msg);
 	}
 	free(seen);
-	return err;
+	return pp->out.err;
 }
 
 /* Profile-level fields; the string table goes last, once every string is known. */
 static int put_header(struct pprof *pp)
 {
 	const struct profile_sampling *smp = profile__sampling(pp->p);
-	uint64_t period_ns = profile__period_ns(pp->p);
-	int64_t comment;
-	int err;
-
 	const struct profile_opts *po = profile__opts(pp->p);
+	uint64_t period_ns = profile__period_ns(pp->p);
 
 	if (profile__counts_ns(pp->p)) {
 		const char *name = profile__value_name(pp->p);
 
 		/* off_cpu/nanoseconds or wall/nanoseconds: the only value, period 1 ns */
-		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, name, "nanoseconds");
-		if (!err)
-			err = put_value_type(pp, PROFILE_PERIOD_TYPE, name, "nanoseconds");
-		if (!err)
-			err = pb_uint(&pp->out, PROFILE_PERIOD, 1);
-		goto times;
-	}
-	/* trace: each probe's hits (count) or time inside (nanoseconds, --latency) */
-	if (po->nprobes) {
-		err = 0;
-		for (uint32_t i = 1; i <= po->nprobes && i < PW_MAX_PROBES && !err; i++)
-			err = put_value_type(pp, PROFILE_SAMPLE_TYPE,
-					     po->probe_names[i] ? po->probe_names[i] : "?",
-					     po->probe_ns[i] ? "nanoseconds" : "count");
-		period_ns = 0;
+		put_value_type(pp, PROFILE_SAMPLE_TYPE, name, "nanoseconds");
+		put_value_type(pp, PROFILE_PERIOD_TYPE, name, "nanoseconds");
+		pb_uint(&pp->out, PROFILE_PERIOD, 1);
 	} else {
-		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
+		/* trace: each probe's hits (count) or time inside (nanoseconds, --latency) */
+		if (po->nprobes) {
+			for (uint32_t i = 1; i <= po->nprobes && i < PW_MAX_PROBES; i++)
+				put_value_type(pp, PROFILE_SAMPLE_TYPE,
+					       po->probe_names[i] ? po->probe_names[i] : "?",
+					       po->probe_ns[i] ? "nanoseconds" : "count");
+			period_ns = 0;
+		} else {
+			put_value_type(pp, PROFILE_SAMPLE_TYPE, "samples", "count");
+		}
+		if (period_ns) {
+			put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+			put_value_type(pp, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+			pb_uint(&pp->out, PROFILE_PERIOD, period_ns);
+			put_strid(pp, &pp->out, PROFILE_DEFAULT_SAMPLE_TYPE, "cpu");
+		}
 	}
-	if (!err && period_ns)
-		err = put_value_type(pp, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
-	if (!err && period_ns) {
-		err = put_value_type(pp, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
-		if (!err)
-			err = pb_uint(&pp->out, PROFILE_PERIOD, period_ns);
-		/* "cpu" is in the table already: the value type above added it */
-		if (!err)
-			err = pb_uint(&pp->out, PROFILE_DEFAULT_SAMPLE_TYPE,
-				      (uint64_t)str_id(pp, "cpu"));
-	}
-times:
-	if (!err)
-		err = pb_uint(&pp->out, PROFILE_TIME_NANOS, smp->start_ns);
-	if (!err)
-		err = pb_uint(&pp->out, PROFILE_DURATION_NANOS, profile__duration_ns(pp->p));
-	comment = str_id(pp, "pywalk " PYWALK_VERSION);
-	if (!err && comment < 0)
-		err = (int)comment;
-	if (!err)
-		err = pb_uint(&pp->out, PROFILE_COMMENT, comment);
-	return err;
+	pb_uint(&pp->out, PROFILE_TIME_NANOS, smp->start_ns);
+	pb_uint(&pp->out, PROFILE_DURATION_NANOS, profile__duration_ns(pp->p));
+	return put_strid(pp, &pp->out, PROFILE_COMMENT, "pywalk " PYWALK_VERSION);
 }
 
 /* gzip (RFC 1952) `len` bytes to f through zlib; pprof reads gzipped or raw protobuf. */
@@ -439,23 +386,21 @@ int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_ppro
 	pp.strs = strtab__new();
 	pp.ids = calloc(maxdepth, sizeof(*pp.ids));
 	pp.used = calloc(agg__nframes(agg) ? agg__nframes(agg) : 1, 1);
-	if (!pp.strs || !pp.ids || !pp.used || strtab__intern(pp.strs, "") != 0)
-		err = -ENOMEM;
-	if (!err)
-		err = put_header(&pp);
-	if (!err)
-		err = put_samples(&pp);
-	if (!err)
-		err = put_mappings(&pp);
-	if (!err)
-		err = put_locations(&pp);
-	for (i = 0; !err && i < strtab__count(pp.strs); i++) {
-		const char *s = strtab__get(pp.strs, i);
+	if (!pp.strs || !pp.ids || !pp.used || strtab__intern(pp.strs, "") != 0) {
+		strbuf_fail(&pp.out, -ENOMEM);
+	} else {
+		/* each part does nothing once pp.out has an error */
+		put_header(&pp);
+		put_samples(&pp);
+		put_mappings(&pp);
+		put_locations(&pp);
+		for (i = 0; !pp.out.err && i < strtab__count(pp.strs); i++) {
+			const char *s = strtab__get(pp.strs, i);
 
-		err = pb_bytes(&pp.out, PROFILE_STRING_TABLE, s, strlen(s));
+			pb_bytes(&pp.out, PROFILE_STRING_TABLE, s, strlen(s));
+		}
 	}
-	if (!err)
-		err = gzip_write(f, pp.out.buf, pp.out.len);
+	err = pp.out.err ? pp.out.err : gzip_write(f, pp.out.buf, pp.out.len);
 	if (!err && ferror(f))
 		err = -EIO;
 	strtab__free(pp.strs);

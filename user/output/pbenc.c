@@ -23,45 +23,42 @@ static int pb_tag(struct strbuf *sb, uint32_t field, unsigned int wire_type)
 
 int pb_uint(struct strbuf *sb, uint32_t field, uint64_t v)
 {
-	int err;
-
 	if (!v)
-		return 0;
-	err = pb_tag(sb, field, PB_VARINT);
-	return err ? err : pb_varint(sb, v);
+		return sb->err;
+	pb_tag(sb, field, PB_VARINT);
+	return pb_varint(sb, v);
 }
 
 int pb_fixed64(struct strbuf *sb, uint32_t field, uint64_t v)
 {
 	char buf[8];
-	int err;
 
 	if (!v)
-		return 0;
+		return sb->err;
 	for (int i = 0; i < 8; i++)
 		buf[i] = (char)(v >> (8 * i));
-	err = pb_tag(sb, field, PB_I64);
-	return err ? err : strbuf_add(sb, buf, sizeof(buf));
+	pb_tag(sb, field, PB_I64);
+	return strbuf_add(sb, buf, sizeof(buf));
 }
 
 int pb_bytes(struct strbuf *sb, uint32_t field, const void *data, size_t len)
 {
-	int err = pb_tag(sb, field, PB_LEN);
+	pb_tag(sb, field, PB_LEN);
+	pb_varint(sb, len);
+	return len ? strbuf_add(sb, data, len) : sb->err;
+}
 
-	if (!err)
-		err = pb_varint(sb, len);
-	if (!err && len)
-		err = strbuf_add(sb, data, len);
-	return err;
+int pb_msg(struct strbuf *sb, uint32_t field, const struct strbuf *m)
+{
+	return m->err ? strbuf_fail(sb, m->err) : pb_bytes(sb, field, m->buf, m->len);
 }
 
 int pb_packed(struct strbuf *sb, uint32_t field, const uint64_t *v, size_t n)
 {
 	size_t len = 0, i;
-	int err;
 
 	if (!n)
-		return 0;
+		return sb->err;
 	/* the payload length comes first, so size the varints before writing them */
 	for (i = 0; i < n; i++) {
 		uint64_t x = v[i];
@@ -71,10 +68,9 @@ int pb_packed(struct strbuf *sb, uint32_t field, const uint64_t *v, size_t n)
 			x >>= 7;
 		} while (x);
 	}
-	err = pb_tag(sb, field, PB_LEN);
-	if (!err)
-		err = pb_varint(sb, len);
-	for (i = 0; i < n && !err; i++)
-		err = pb_varint(sb, v[i]);
-	return err;
+	pb_tag(sb, field, PB_LEN);
+	pb_varint(sb, len);
+	for (i = 0; i < n && !sb->err; i++)
+		pb_varint(sb, v[i]);
+	return sb->err;
 }

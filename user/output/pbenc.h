@@ -17,7 +17,7 @@
 /* Wire types (protobuf encoding spec). */
 enum { PB_VARINT = 0, PB_I64 = 1, PB_LEN = 2 };
 
-/* All return 0 or -ENOMEM and append to sb. */
+/* All append to sb and return its error (strbuf's first error: 0 when all went in). */
 int pb_varint(struct strbuf *sb, uint64_t v);
 /* A varint field; proto3 scalars equal to 0 are left out, as encoders do. int64 values are
  * passed as their two's complement (pprof uses no sint64). */
@@ -27,6 +27,9 @@ int pb_fixed64(struct strbuf *sb, uint32_t field, uint64_t v);
 /* A length-delimited field: a string (kept even when empty: string_table[0] must be "") or an
  * already encoded nested message. */
 int pb_bytes(struct strbuf *sb, uint32_t field, const void *data, size_t len);
+/* An encoded nested message as a length-delimited field; m's own error instead, if it has
+ * one (a message missing part of itself is not written). */
+int pb_msg(struct strbuf *sb, uint32_t field, const struct strbuf *m);
 /* A packed repeated varint field (proto3's default for repeated scalars); nothing if n == 0. */
 int pb_packed(struct strbuf *sb, uint32_t field, const uint64_t *v, size_t n);
 
