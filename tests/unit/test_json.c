@@ -66,6 +66,25 @@ static void test_nesting_and_commas(void **state)
 		   "\"c\":\"x\"}");
 }
 
+/* The keyed helpers are a key and a value: the same document, and refused outside an
+ * object like json_key. */
+static void test_key_and_value_in_one_call(void **state)
+{
+	(void)state;
+	json_begin_object(&w);
+	json_key_string(&w, "s", "a\"b");
+	json_key_int(&w, "i", -1);
+	json_key_uint(&w, "u", 7);
+	json_key_double(&w, "d", 0.25);
+	json_key_bool(&w, "b", true);
+	json_end_object(&w);
+	assert_doc("{\"s\":\"a\\\"b\",\"i\":-1,\"u\":7,\"d\":0.25,\"b\":true}");
+	strbuf_reset(&sb);
+	json_init(&w, &sb, false);
+	json_begin_array(&w);
+	assert_int_equal(json_key_uint(&w, "u", 7), -EINVAL);
+}
+
 static void test_breaks_follow_the_comma(void **state)
 {
 	(void)state;
@@ -200,6 +219,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_nesting_and_commas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_and_value_in_one_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_breaks_follow_the_comma, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_string_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_strings_escaped, setup, teardown),

@@ -111,10 +111,8 @@ static enum export_result parca_deliver(void *ctx, const struct export_item *it,
 	json_begin_array(&w);
 	for (size_t i = 0; i <= it->nlabels; i++) {
 		json_begin_object(&w);
-		json_key(&w, "name");
-		json_string(&w, i ? it->labels[i - 1].key : "__name__");
-		json_key(&w, "value");
-		json_string(&w, i ? it->labels[i - 1].value : "process_cpu");
+		json_key_string(&w, "name", i ? it->labels[i - 1].key : "__name__");
+		json_key_string(&w, "value", i ? it->labels[i - 1].value : "process_cpu");
 		json_end_object(&w);
 	}
 	json_end_array(&w);
@@ -132,8 +130,7 @@ static enum export_result parca_deliver(void *ctx, const struct export_item *it,
 	json_end_array(&w);
 	json_end_object(&w);
 	json_end_array(&w);
-	json_key(&w, "normalized");
-	json_bool(&w, true);
+	json_key_bool(&w, "normalized", true);
 	json_end_object(&w);
 	err = json_finish(&w);
 	strbuf_free(&raw);

@@ -261,8 +261,7 @@ static int text_frames(struct strbuf *sb, struct symtab *st, const struct symtab
 /* `"key":"value"` */
 static void json_str(struct json *w, const char *key, const char *v)
 {
-	json_key(w, key);
-	json_string(w, v);
+	json_key_string(w, key, v);
 }
 
 /* Frames as the members of a JSON array: {"function", "file", "line"}. */
@@ -277,8 +276,7 @@ static void json_frames(struct json *w, struct symtab *st, const struct symtab_t
 		json_begin_object(w);
 		json_str(w, "function", ft.name);
 		json_str(w, "file", ft.file);
-		json_key(w, "line");
-		json_int(w, ft.line);
+		json_key_int(w, "line", ft.line);
 		json_end_object(w);
 	}
 }
@@ -381,14 +379,10 @@ static void print_async_json(struct json *w, struct symtab *st, const struct sym
 	if (a->status != ASYNC_OK && a->status != ASYNC_NOT_IMPORTED)
 		json_str(w, "error", a->why);
 	json_str(w, "table", a->table_file);
-	json_key(w, "tables_rejected");
-	json_uint(w, a->tables_rejected);
-	json_key(w, "listed");
-	json_uint(w, a->listed);
-	json_key(w, "list_cut");
-	json_bool(w, a->list_cut);
-	json_key(w, "unreadable");
-	json_uint(w, a->unreadable);
+	json_key_uint(w, "tables_rejected", a->tables_rejected);
+	json_key_uint(w, "listed", a->listed);
+	json_key_bool(w, "list_cut", a->list_cut);
+	json_key_uint(w, "unreadable", a->unreadable);
 	json_key(w, "tasks");
 	json_begin_array(w);
 	for (size_t i = 0; i < a->ntasks && !json_error(w); i++) {
@@ -401,21 +395,16 @@ static void print_async_json(struct json *w, struct symtab *st, const struct sym
 			json_string(w, k->name);
 		else
 			json_null(w);
-		json_key(w, "thread");
-		json_int(w, task_tid(d, k));
-		json_key(w, "running");
-		json_bool(w, k->running);
+		json_key_int(w, "thread", task_tid(d, k));
+		json_key_bool(w, "running", k->running);
 		json_key(w, "awaited_by");
 		json_begin_array(w);
 		for (uint32_t j = 0; j < k->nawaiters; j++)
 			json_addr(w, NULL, k->awaiters[j]);
 		json_end_array(w);
-		json_key(w, "awaiters_cut");
-		json_uint(w, k->awaiters_cut);
-		json_key(w, "frames_cut");
-		json_bool(w, k->frames_cut);
-		json_key(w, "frames_unreadable");
-		json_bool(w, k->frames_unreadable);
+		json_key_uint(w, "awaiters_cut", k->awaiters_cut);
+		json_key_bool(w, "frames_cut", k->frames_cut);
+		json_key_bool(w, "frames_unreadable", k->frames_unreadable);
 		json_key(w, "frames");
 		json_begin_array(w);
 		json_frames(w, st, stt, k->frames, k->nframes);
@@ -489,20 +478,15 @@ static void print_json(struct json *w, struct symtab *st, const struct dump *d)
 
 	py_version_str(&d->t.ver, ver, sizeof(ver));
 	json_begin_object(w);
-	json_key(w, "pid");
-	json_int(w, d->t.pid);
+	json_key_int(w, "pid", d->t.pid);
 	json_str(w, "comm", d->t.comm);
 	json_str(w, "python", ver);
-	json_key(w, "paused");
-	json_bool(w, d->paused);
+	json_key_bool(w, "paused", d->paused);
 	json_key(w, "python_names");
 	json_begin_object(w);
-	json_key(w, "threads");
-	json_uint(w, d->names.nthreads);
-	json_key(w, "named");
-	json_uint(w, d->names.named);
-	json_key(w, "unreadable");
-	json_uint(w, d->names.unreadable);
+	json_key_uint(w, "threads", d->names.nthreads);
+	json_key_uint(w, "named", d->names.named);
+	json_key_uint(w, "unreadable", d->names.unreadable);
 	if (d->names_err)
 		json_str(w, "error", names_problem(d, why, sizeof(why)));
 	json_end_object(w);
@@ -513,10 +497,8 @@ static void print_json(struct json *w, struct symtab *st, const struct dump *d)
 
 		state[0] = t->state ? t->state : '?';
 		json_begin_object(w);
-		json_key(w, "tid");
-		json_int(w, t->tid);
-		json_key(w, "thread_id");
-		json_uint(w, t->thread_id);
+		json_key_int(w, "tid", t->tid);
+		json_key_uint(w, "thread_id", t->thread_id);
 		json_str(w, "name", t->name);
 		/* null: threading does not name it (or its name could not be read) */
 		json_key(w, "python_name");

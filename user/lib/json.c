@@ -266,6 +266,36 @@ int json_null(struct json *w)
 	return scalar(w, "null");
 }
 
+int json_key_string(struct json *w, const char *key, const char *s)
+{
+	json_key(w, key);
+	return json_string(w, s);
+}
+
+int json_key_int(struct json *w, const char *key, int64_t v)
+{
+	json_key(w, key);
+	return json_int(w, v);
+}
+
+int json_key_uint(struct json *w, const char *key, uint64_t v)
+{
+	json_key(w, key);
+	return json_uint(w, v);
+}
+
+int json_key_double(struct json *w, const char *key, double v)
+{
+	json_key(w, key);
+	return json_double(w, v);
+}
+
+int json_key_bool(struct json *w, const char *key, bool v)
+{
+	json_key(w, key);
+	return json_bool(w, v);
+}
+
 int json_break(struct json *w)
 {
 	unsigned d = w->depth;

@@ -59,6 +59,13 @@ int json_double(struct json *w, double v);
 int json_bool(struct json *w, bool v);
 int json_null(struct json *w);
 
+/* A key and its value in one call: the members of most objects. */
+int json_key_string(struct json *w, const char *key, const char *s);
+int json_key_int(struct json *w, const char *key, int64_t v);
+int json_key_uint(struct json *w, const char *key, uint64_t v);
+int json_key_double(struct json *w, const char *key, double v);
+int json_key_bool(struct json *w, const char *key, bool v);
+
 /* A line break before what comes next in the current container (after the comma when one
  * is due): the layout the existing documents have, for diff and grep. Two in a row are
  * one. At the top level, after the document, it ends the line. */

@@ -134,12 +134,10 @@ static void add_frames(struct json *w, const struct profile *p, const struct sta
 			json_string_part(w, symtab__func_name(st, fr->func));
 			json_string_part(w, frame_kind_suffix(kind));
 			json_string_end(w);
-			json_key(w, "file");
-			json_string(w, symtab__func_file(st, fr->func));
+			json_key_string(w, "file", symtab__func_file(st, fr->func));
 			/* line 0: the line table had no line for the instruction */
 			if (fr->line > 0) {
-				json_key(w, "line");
-				json_int(w, fr->line);
+				json_key_int(w, "line", fr->line);
 			}
 			json_end_object(w);
 		}
@@ -155,15 +153,11 @@ static void add_profile_head(struct json *w, const struct profile *p, uint32_t p
 			     uint32_t tid, bool ns, uint64_t end)
 {
 	json_begin_object(w);
-	json_key(w, "type");
-	json_string(w, "sampled");
+	json_key_string(w, "type", "sampled");
 	add_profile_name(w, p, probe, proc, tid);
-	json_key(w, "unit");
-	json_string(w, ns ? "nanoseconds" : "none");
-	json_key(w, "startValue");
-	json_uint(w, 0);
-	json_key(w, "endValue");
-	json_uint(w, end);
+	json_key_string(w, "unit", ns ? "nanoseconds" : "none");
+	json_key_uint(w, "startValue", 0);
+	json_key_uint(w, "endValue", end);
 	json_break(w);
 	json_key(w, "samples");
 }
@@ -218,10 +212,8 @@ static void add_head(struct json *w, const struct profile *p, const struct stack
 		     size_t n, uint32_t *map)
 {
 	json_begin_object(w);
-	json_key(w, "$schema");
-	json_string(w, SCHEMA_URL);
-	json_key(w, "exporter");
-	json_string(w, "pywalk " PYWALK_VERSION);
+	json_key_string(w, "$schema", SCHEMA_URL);
+	json_key_string(w, "exporter", "pywalk " PYWALK_VERSION);
 	add_doc_name(w, p, refs, n);
 	json_break(w);
 	add_frames(w, p, refs, n, map);
@@ -256,8 +248,7 @@ static int finish(FILE *f, struct json *w, size_t active, int err)
 {
 	json_end_array(w);
 	json_break(w);
-	json_key(w, "activeProfileIndex");
-	json_uint(w, active);
+	json_key_uint(w, "activeProfileIndex", active);
 	json_end_object(w);
 	json_break(w);
 	if (!err)
