@@ -11,7 +11,8 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
 * export dir: a file per window and process, sorting by time, decoded by go tool pprof
   with the stacks and labels; --keep and --keep-size prune only pywalk's own files; a
   directory other users can write, or another user's, is refused; a symlink planted at a
-  file's final name is never followed.
+  file's final name is never followed; a full disk (a small tmpfs at ENOSPC) drops and
+  counts windows, leaves nothing partial, and writing resumes when space returns.
 * config: every long option in a file, an unknown key named with file and line, the
   command line wins; SIGHUP exports the current window and takes the new settings, an
   invalid new config keeps the old one; SIGTERM/SIGINT export the last window, exit 0.
@@ -24,6 +25,7 @@ scripts/install-deps.sh. A missing one fails under CI and skips elsewhere.
 """
 import calendar
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -654,6 +656,82 @@ def test_export_dir_files_per_window_and_process(pywalk, interp, start_target, a
         len(files), dict((p, len(n)) for p, n in per_pid.items()), windows, shipped,
         not_counted))
     assert windows + not_counted == shipped, (windows, not_counted, shipped)
+
+
+SINK_SUMMARY_RE = re.compile(r"^pywalk: (\S+): (\d+) profiles exported, (\d+) rejected, "
+                             r"(\d+) dropped; (\d+) attempts failed$", re.M)
+
+
+@pytest.mark.core_only
+def test_export_disk_full_drops_counts_and_resumes(pywalk, interp, start_target, agents,
+                                                   tmp_path, go_env, request_cleanup):
+    """The export dir's file system fills up (a small tmpfs, filled to ENOSPC by the test):
+    the agent logs it, retries with backoff, drops and counts the oldest windows once its
+    16 KiB queue is full, leaves no partial or temporary file, keeps sampling, and writes
+    again once space returns. Every file it left is a whole profile, and the exit summary's
+    exported count is the number of files."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(mnt)],
+                   check=True)
+    request_cleanup.append(lambda: subprocess.run(["umount", "-l", str(mnt)]))
+    d = export_dir(mnt)
+    t = start_target(interp)
+    ag = agents(pywalk, ["-p", t.pid, "-F", "199", "--interval", "1s", "--export-dir", d,
+                         "--queue-size", "16K"], tmp_path)
+    wait_for(lambda: len(exported(d)) >= 2, 30, "two windows exported")
+
+    # fill the file system: tmpfs hands out whole pages, so when a 4 KiB write fails no
+    # file can grow by a byte
+    fd = os.open(str(mnt / "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    full_at = len(exported(d))
+
+    def export_counts():
+        m = ag.metrics()
+        return dict((r, metric(m, "pywalk_export_profiles_total", sink="export-dir", result=r))
+                    for r in ("exported", "rejected", "dropped"))
+    wait_for(lambda: export_counts()["dropped"] >= 1, 90,
+             lambda: "a window dropped: %s\n%s" % (export_counts(), ag.stderr()))
+    assert ag.proc.poll() is None, ag.stderr()
+    assert "No space left on device" in ag.stderr(), ag.stderr()
+    # nothing was written while full (a file in flight when the disk filled may land)
+    assert len(exported(d)) <= full_at + 1, sorted(os.listdir(d))
+    dropped_while_full = export_counts()["dropped"]
+
+    os.unlink(str(mnt / "filler"))
+    resumed = wait_for(lambda: len(exported(d)) >= full_at + 3 and len(exported(d)), 120,
+                       lambda: "files again after space returned: %d, %d before\n%s" % (
+                           len(exported(d)), full_at, ag.stderr()))
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    err = ag.stderr()
+    sums = dict((m.group(1), [int(v) for v in m.groups()[1:]])
+                for m in SINK_SUMMARY_RE.finditer(err))
+    assert "export-dir" in sums, err
+    exported_n, rejected, dropped, failed = sums["export-dir"]
+    files = exported(d)
+    # no temporary file left behind, nothing that is not a whole profile of the target
+    assert sorted(os.listdir(d)) == sorted(files), sorted(os.listdir(d))
+    assert exported_n == len(files), (sums, sorted(files))
+    assert rejected == 0 and dropped >= dropped_while_full >= 1 and failed >= 1, sums
+    in_files = 0
+    for name in sorted(files):
+        raw = Raw(pprof_raw(go_env, files[name]))
+        assert raw.pids() <= {t.pid}, (name, raw.pids())
+        in_files += raw.total()
+    shipped, not_counted = ag.summary()
+    print("disk full: %d files before, %d after space returned; %d exported, %d dropped, "
+          "%d attempts failed; %d samples in files of %d shipped" % (
+              full_at, resumed, exported_n, dropped, failed, in_files, shipped))
+    # dropped windows took their samples with them: the files hold fewer than shipped
+    assert 0 < in_files + not_counted < shipped, (in_files, not_counted, shipped)
 
 
 def old_name(when, pid=1, seq=0):
