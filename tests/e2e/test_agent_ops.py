@@ -13,6 +13,8 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
   directory other users can write, or another user's, is refused; a symlink planted at a
   file's final name is never followed; a full disk (a small tmpfs at ENOSPC) drops and
   counts windows, leaves nothing partial, and writing resumes when space returns.
+* faults: the agent SIGSTOPped for 30 s resumes; its windows stay ordered, none overlap,
+  and the one open at the stop holds the 30 s.
 * config: every long option in a file, an unknown key named with file and line, the
   command line wins; SIGHUP exports the current window and takes the new settings, an
   invalid new config keeps the old one; SIGTERM/SIGINT export the last window, exit 0.
@@ -27,6 +29,7 @@ import calendar
 import contextlib
 import errno
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -732,6 +735,59 @@ def test_export_disk_full_drops_counts_and_resumes(pywalk, interp, start_target,
               full_at, resumed, exported_n, dropped, failed, in_files, shipped))
     # dropped windows took their samples with them: the files hold fewer than shipped
     assert 0 < in_files + not_counted < shipped, (in_files, not_counted, shipped)
+
+
+@pytest.mark.core_only
+def test_agent_stopped_30_s_resumes_and_its_windows_stay_ordered(pywalk, interp, start_target,
+                                                                 agents, tmp_path, go_env):
+    """SIGSTOP the agent for 30 s while its target runs on, then SIGCONT: the agent goes on
+    exporting, what the kernel could not hand it meanwhile is counted (the summary adds up,
+    windows + not counted == shipped), and its windows stay in order without overlapping."""
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "-F", "199", "--interval", "1s", "--export-dir", d],
+                tmp_path, metrics=False)
+    wait_for(lambda: len(exported(d)) >= 2, 30, "two windows exported")
+    os.kill(ag.proc.pid, signal.SIGSTOP)
+    try:
+        stopped_at = len(exported(d))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the fault lasts 30 s: a duration, not a wait
+            time.sleep(deadline - time.monotonic())
+        assert len(exported(d)) == stopped_at, "files written while stopped"
+    finally:
+        os.kill(ag.proc.pid, signal.SIGCONT)
+    wait_for(lambda: len(exported(d)) >= stopped_at + 3, 60,
+             lambda: "three windows after SIGCONT\n" + ag.stderr())
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+    shipped, not_counted = ag.summary()
+    files = exported(d)
+    spans, in_files = [], 0
+    for name in sorted(files):
+        in_files += Raw(pprof_raw(go_env, files[name])).total()
+        spans.append(window_span(files[name]) + (name,))
+    for (s0, d0, n0), (s1, _, n1) in zip(spans, spans[1:]):
+        assert s0 + d0 <= s1, "windows overlap: %s (%.3f s) and %s" % (n0, d0 / 1e9, n1)
+    longest = max(dur for _, dur, _ in spans) / 1e9
+    print("stopped 30 s: %d files (%d before the stop), longest window %.1f s; %d samples "
+          "in files, %d not counted, %d shipped" % (len(files), stopped_at, longest,
+                                                     in_files, not_counted, shipped))
+    # the window open at the stop closes at the resume and holds what was sampled meanwhile
+    assert 29.0 <= longest <= 40.0, spans
+    assert in_files + not_counted == shipped, (in_files, not_counted, shipped)
+
+
+def window_span(path):
+    """(time_nanos, duration_nanos) of a gzipped pprof file: Profile fields 9 and 10, read
+    by protoc --decode_raw (go tool pprof -raw prints the duration without its unit)."""
+    with gzip.open(path, "rb") as f:
+        body = f.read()
+    r = subprocess.run([tool("protoc"), "--decode_raw"], input=body, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    top = dict(re.findall(r"^(9|10): (\d+)$", r.stdout.decode(), re.M))
+    return int(top["9"]), int(top["10"])
 
 
 def old_name(when, pid=1, seq=0):
