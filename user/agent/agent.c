@@ -435,29 +435,25 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 	err = engine__read_counts(a->e, &c);
 	if (err)
 		return err;
-	err = metrics_family(sb, "pywalk_samples_total", "counter",
-			     "Sampler runs by outcome (they add up to pywalk_sampler_runs_total).");
-	for (int i = 0; !err && i < PW_OUT__COUNT; i++) {
+	metrics_family(sb, "pywalk_samples_total", "counter",
+		       "Sampler runs by outcome (they add up to pywalk_sampler_runs_total).");
+	for (int i = 0; i < PW_OUT__COUNT; i++) {
 		const char *l[] = { "outcome", v, NULL };
 
 		outcome_value(i, v, sizeof(v));
-		err = metrics_sample(sb, "pywalk_samples_total", l, (double)c.outcomes[i]);
+		metrics_sample(sb, "pywalk_samples_total", l, (double)c.outcomes[i]);
 	}
-	if (!err)
-		err = metrics_one(sb, "pywalk_sampler_runs_total", "counter",
-				  "Times the sampler ran (perf events).", (double)c.runs);
-	if (!err)
-		err = metrics_family(sb, "pywalk_stacks_not_counted_total", "counter",
-				     "Shipped stacks userspace could not count, by reason.");
-	for (int i = 0; !err && i < PROFILE_DROP__COUNT; i++) {
+	metrics_one(sb, "pywalk_sampler_runs_total", "counter",
+		    "Times the sampler ran (perf events).", (double)c.runs);
+	metrics_family(sb, "pywalk_stacks_not_counted_total", "counter",
+		       "Shipped stacks userspace could not count, by reason.");
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++) {
 		const char *l[] = { "reason", profile_drop_name(i), NULL };
 
-		err = metrics_sample(sb, "pywalk_stacks_not_counted_total", l, (double)drops.n[i]);
+		metrics_sample(sb, "pywalk_stacks_not_counted_total", l, (double)drops.n[i]);
 	}
-	if (!err)
-		err = metrics_family(
-			sb, "pywalk_records_total", "counter",
-			"Code records and process events from the kernel side, by result.");
+	metrics_family(sb, "pywalk_records_total", "counter",
+		       "Code records and process events from the kernel side, by result.");
 	{
 		const struct {
 			const char *kind, *result;
@@ -469,80 +465,56 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 			  { "process", "lost", PW_CNT_PROC_LOST },
 			  { "process", "map_full", PW_CNT_PROC_FULL } };
 
-		for (size_t i = 0; !err && i < ARRAY_SIZE(r); i++) {
+		for (size_t i = 0; i < ARRAY_SIZE(r); i++) {
 			const char *l[] = { "kind", r[i].kind, "result", r[i].result, NULL };
 
-			err = metrics_sample(sb, "pywalk_records_total", l,
-					     (double)c.counters[r[i].cnt]);
+			metrics_sample(sb, "pywalk_records_total", l, (double)c.counters[r[i].cnt]);
 		}
 	}
-	if (!err)
-		err = metrics_one(sb, "pywalk_processes_tracked", "gauge",
-				  "Processes being sampled now.",
-				  (double)discover__nactive(engine__discover(a->e)));
-	if (!err)
-		err = metrics_one(sb, "pywalk_processes_watched", "gauge",
-				  "Followed processes that may become Python.",
-				  (double)discover__nwatched(engine__discover(a->e)));
-	if (!err)
-		err = metrics_one(sb, "pywalk_processes_sampled_total", "counter",
-				  "Process lifetimes sampled (an exec is a new one).",
-				  (double)ds->targets);
-	if (!err)
-		err = metrics_family(sb, "pywalk_processes_skipped_total", "counter",
-				     "Processes not sampled, by reason.");
-	for (int i = 0; !err && i < DISCOVER_SKIP__COUNT; i++) {
+	metrics_one(sb, "pywalk_processes_tracked", "gauge", "Processes being sampled now.",
+		    (double)discover__nactive(engine__discover(a->e)));
+	metrics_one(sb, "pywalk_processes_watched", "gauge",
+		    "Followed processes that may become Python.",
+		    (double)discover__nwatched(engine__discover(a->e)));
+	metrics_one(sb, "pywalk_processes_sampled_total", "counter",
+		    "Process lifetimes sampled (an exec is a new one).", (double)ds->targets);
+	metrics_family(sb, "pywalk_processes_skipped_total", "counter",
+		       "Processes not sampled, by reason.");
+	for (int i = 0; i < DISCOVER_SKIP__COUNT; i++) {
 		const char *l[] = { "reason", discover_skip_id(i), NULL };
 
-		err = metrics_sample(sb, "pywalk_processes_skipped_total", l,
-				     (double)ds->skipped[i]);
+		metrics_sample(sb, "pywalk_processes_skipped_total", l, (double)ds->skipped[i]);
 	}
-	if (!err)
-		err = metrics_family(sb, "pywalk_listener_refused_total", "counter",
-				     "Listener requests refused or pulls cut short, by reason.");
-	for (int i = 0; !err && i < SERVE_REFUSAL__COUNT; i++) {
+	metrics_family(sb, "pywalk_listener_refused_total", "counter",
+		       "Listener requests refused or pulls cut short, by reason.");
+	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++) {
 		const char *l[] = { "reason", serve_refusal_name(i), NULL };
 
-		err = metrics_sample(sb, "pywalk_listener_refused_total", l,
-				     (double)(a->listener_refused[i] + serve__refused(a->srv, i)));
+		metrics_sample(sb, "pywalk_listener_refused_total", l,
+			       (double)(a->listener_refused[i] + serve__refused(a->srv, i)));
 	}
-	if (!err)
-		err = metrics_one(sb, "pywalk_symbol_cache_bytes", "gauge",
-				  "Bytes held by the code-object cache.", (double)ss->bytes);
-	if (!err)
-		err = metrics_one(sb, "pywalk_symbol_cache_budget_bytes", "gauge",
-				  "The code-object cache's byte budget.", (double)ss->budget);
-	if (!err)
-		err = metrics_one(sb, "pywalk_symbol_cache_evictions_total", "counter",
-				  "Code objects evicted from the cache.", (double)ss->evictions);
-	if (!err)
-		err = metrics_one(sb, "pywalk_names_bytes", "gauge",
-				  "Bytes held by function names, files and mappings.",
-				  (double)ss->func_bytes);
-	if (!err)
-		err = metrics_one(sb, "pywalk_names_collected_total", "counter",
-				  "Names freed at window end: no cached code object or live "
-				  "profile held them.",
-				  (double)ss->names_collected);
-	if (!err)
-		err = metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.",
-				  (double)a->windows);
-	if (!err)
-		err = metrics_one(sb, "pywalk_pulls_in_progress", "gauge",
-				  "Pulls holding or waiting for one of the engine's taps.",
-				  (double)a->npulls);
-	if (!err)
-		err = metrics_one(sb, "pywalk_window_profiles_total", "counter",
-				  "Profiles made from closed windows (one per process).",
-				  (double)a->profiles);
-	if (!err)
-		err = metrics_one(sb, "pywalk_window_profile_bytes_total", "counter",
-				  "Bytes of those profiles (gzipped pprof).",
-				  (double)a->profile_bytes);
-	if (!err)
-		err = metrics_family(sb, "pywalk_export_profiles_total", "counter",
-				     "Profiles per sink, by result.");
-	for (size_t i = 0; !err && i < a->nsinks; i++) {
+	metrics_one(sb, "pywalk_symbol_cache_bytes", "gauge",
+		    "Bytes held by the code-object cache.", (double)ss->bytes);
+	metrics_one(sb, "pywalk_symbol_cache_budget_bytes", "gauge",
+		    "The code-object cache's byte budget.", (double)ss->budget);
+	metrics_one(sb, "pywalk_symbol_cache_evictions_total", "counter",
+		    "Code objects evicted from the cache.", (double)ss->evictions);
+	metrics_one(sb, "pywalk_names_bytes", "gauge",
+		    "Bytes held by function names, files and mappings.", (double)ss->func_bytes);
+	metrics_one(sb, "pywalk_names_collected_total", "counter",
+		    "Names freed at window end: no cached code object or live "
+		    "profile held them.",
+		    (double)ss->names_collected);
+	metrics_one(sb, "pywalk_windows_total", "counter", "Windows closed.", (double)a->windows);
+	metrics_one(sb, "pywalk_pulls_in_progress", "gauge",
+		    "Pulls holding or waiting for one of the engine's taps.", (double)a->npulls);
+	metrics_one(sb, "pywalk_window_profiles_total", "counter",
+		    "Profiles made from closed windows (one per process).", (double)a->profiles);
+	metrics_one(sb, "pywalk_window_profile_bytes_total", "counter",
+		    "Bytes of those profiles (gzipped pprof).", (double)a->profile_bytes);
+	metrics_family(sb, "pywalk_export_profiles_total", "counter",
+		       "Profiles per sink, by result.");
+	for (size_t i = 0; i < a->nsinks; i++) {
 		struct sink_stats st;
 		const char *results[] = { "exported", "rejected", "dropped" };
 		uint64_t vals[3];
@@ -551,61 +523,52 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 		vals[0] = st.exported;
 		vals[1] = st.rejected;
 		vals[2] = st.dropped;
-		for (int k = 0; !err && k < 3; k++) {
+		for (int k = 0; k < 3; k++) {
 			const char *l[] = { "sink", sink__name(a->sinks[i]), "result", results[k],
 					    NULL };
 
-			err = metrics_sample(sb, "pywalk_export_profiles_total", l,
-					     (double)vals[k]);
+			metrics_sample(sb, "pywalk_export_profiles_total", l, (double)vals[k]);
 		}
 	}
-	if (!err)
-		err = metrics_family(sb, "pywalk_export_failed_attempts_total", "counter",
-				     "Delivery attempts that failed and were retried.");
-	for (size_t i = 0; !err && i < a->nsinks; i++) {
+	metrics_family(sb, "pywalk_export_failed_attempts_total", "counter",
+		       "Delivery attempts that failed and were retried.");
+	for (size_t i = 0; i < a->nsinks; i++) {
 		struct sink_stats st;
 		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
 
 		sink__stats(a->sinks[i], &st);
-		err = metrics_sample(sb, "pywalk_export_failed_attempts_total", l,
-				     (double)st.failed_attempts);
+		metrics_sample(sb, "pywalk_export_failed_attempts_total", l,
+			       (double)st.failed_attempts);
 	}
-	if (!err)
-		err = metrics_family(sb, "pywalk_export_queue_bytes", "gauge",
-				     "Bytes waiting in a sink's queue.");
-	for (size_t i = 0; !err && i < a->nsinks; i++) {
+	metrics_family(sb, "pywalk_export_queue_bytes", "gauge",
+		       "Bytes waiting in a sink's queue.");
+	for (size_t i = 0; i < a->nsinks; i++) {
 		struct sink_stats st;
 		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
 
 		sink__stats(a->sinks[i], &st);
-		err = metrics_sample(sb, "pywalk_export_queue_bytes", l, (double)st.queued_bytes);
+		metrics_sample(sb, "pywalk_export_queue_bytes", l, (double)st.queued_bytes);
 	}
-	if (!err)
-		err = metrics_family(sb, "pywalk_export_latency_seconds", "summary",
-				     "Time to deliver a profile, by sink.");
-	for (size_t i = 0; !err && i < a->nsinks; i++) {
+	metrics_family(sb, "pywalk_export_latency_seconds", "summary",
+		       "Time to deliver a profile, by sink.");
+	for (size_t i = 0; i < a->nsinks; i++) {
 		struct sink_stats st;
 		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
 
 		sink__stats(a->sinks[i], &st);
-		err = metrics_sample(sb, "pywalk_export_latency_seconds_sum", l, st.latency_sum_s);
-		if (!err)
-			err = metrics_sample(sb, "pywalk_export_latency_seconds_count", l,
-					     (double)st.exported);
+		metrics_sample(sb, "pywalk_export_latency_seconds_sum", l, st.latency_sum_s);
+		metrics_sample(sb, "pywalk_export_latency_seconds_count", l, (double)st.exported);
 	}
 	getrusage(RUSAGE_SELF, &ru);
-	if (!err)
-		err = metrics_one(sb, "process_cpu_seconds_total", "counter",
-				  "User and system CPU time of the agent.",
-				  (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-					  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
-	if (!err)
-		err = metrics_one(sb, "process_resident_memory_bytes", "gauge",
-				  "Resident memory of the agent.", (double)rss_bytes());
-	if (!err)
-		err = metrics_one(sb, "process_start_time_seconds", "gauge",
-				  "When the agent started (Unix time).", (double)a->start_wall_s);
-	return err;
+	metrics_one(sb, "process_cpu_seconds_total", "counter",
+		    "User and system CPU time of the agent.",
+		    (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+			    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	metrics_one(sb, "process_resident_memory_bytes", "gauge", "Resident memory of the agent.",
+		    (double)rss_bytes());
+	metrics_one(sb, "process_start_time_seconds", "gauge",
+		    "When the agent started (Unix time).", (double)a->start_wall_s);
+	return sb->err;
 }
 
 static void refresh_metrics(struct agent *a)

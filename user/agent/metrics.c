@@ -15,49 +15,43 @@ int metrics_family(struct strbuf *sb, const char *name, const char *type, const 
 static int add_label_value(struct strbuf *sb, const char *v)
 {
 	struct strbuf clean = { 0 };
-	int err = escape_utf8(&clean, v);
 
-	for (size_t i = 0; !err && i < clean.len; i++) {
+	if (escape_utf8(&clean, v))
+		strbuf_fail(sb, clean.err ? clean.err : -ENOMEM);
+	for (size_t i = 0; !clean.err && i < clean.len; i++) {
 		char c = clean.buf[i];
 
 		if (c == '\\')
-			err = strbuf_add(sb, "\\\\", 2);
+			strbuf_add(sb, "\\\\", 2);
 		else if (c == '"')
-			err = strbuf_add(sb, "\\\"", 2);
+			strbuf_add(sb, "\\\"", 2);
 		else if (c == '\n')
-			err = strbuf_add(sb, "\\n", 2);
+			strbuf_add(sb, "\\n", 2);
 		else
-			err = strbuf_add(sb, &c, 1);
+			strbuf_add(sb, &c, 1);
 	}
 	strbuf_free(&clean);
-	return err;
+	return sb->err;
 }
 
 int metrics_sample(struct strbuf *sb, const char *name, const char *const *labels, double value)
 {
-	int err = strbuf_add(sb, name, strlen(name));
-
-	if (!err && labels && labels[0]) {
-		err = strbuf_add(sb, "{", 1);
-		for (size_t i = 0; !err && labels[i] && labels[i + 1]; i += 2) {
-			err = strbuf_addf(sb, "%s%s=\"", i ? "," : "", labels[i]);
-			if (!err)
-				err = add_label_value(sb, labels[i + 1]);
-			if (!err)
-				err = strbuf_add(sb, "\"", 1);
+	strbuf_add(sb, name, strlen(name));
+	if (labels && labels[0]) {
+		strbuf_add(sb, "{", 1);
+		for (size_t i = 0; labels[i] && labels[i + 1]; i += 2) {
+			strbuf_addf(sb, "%s%s=\"", i ? "," : "", labels[i]);
+			add_label_value(sb, labels[i + 1]);
+			strbuf_add(sb, "\"", 1);
 		}
-		if (!err)
-			err = strbuf_add(sb, "}", 1);
+		strbuf_add(sb, "}", 1);
 	}
-	if (!err)
-		err = strbuf_addf(sb, " %.17g\n", value);
-	return err;
+	return strbuf_addf(sb, " %.17g\n", value);
 }
 
 int metrics_one(struct strbuf *sb, const char *name, const char *type, const char *help,
 		double value)
 {
-	int err = metrics_family(sb, name, type, help);
-
-	return err ? err : metrics_sample(sb, name, NULL, value);
+	metrics_family(sb, name, type, help);
+	return metrics_sample(sb, name, NULL, value);
 }
