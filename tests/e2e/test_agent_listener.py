@@ -210,7 +210,12 @@ def test_token_file_others_can_read_or_non_loopback_without_token_is_refused(pyw
                                      "--metrics-token-file", tok], tmp_path)
     assert rc != 0 and "%s must be a regular file owned by root" % tok in err, err
     assert "s3cret" not in err, err
-    rc, err = refused_start(pywalk, ["--metrics", "0.0.0.0:%d" % free_port()], tmp_path)
+    # on a port that is taken: the refusal is the configuration's, made before any bind
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen(1)
+        rc, err = refused_start(pywalk, ["--metrics", "0.0.0.0:%d" % taken.getsockname()[1]],
+                                tmp_path)
     assert rc != 0 and "not a loopback address" in err and "--metrics-token-file" in err, err
     empty = tmp_path / "empty.token"
     empty.write_text("\n")

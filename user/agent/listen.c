@@ -191,6 +191,17 @@ static int open_unix(struct listen_sock *ls, const char *path, const char *group
 	return 0;
 }
 
+bool listen_addr_is_remote_tcp(const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	unsigned int port;
+	bool loopback;
+
+	return strncmp(addr, "unix:", 5) && !parse_addr(addr, &ss, &len, &loopback, &port) &&
+	       !loopback;
+}
+
 int listen_sock_open(struct listen_sock *ls, const char *addr, const char *group, char *why,
 		     size_t why_size)
 {

@@ -27,6 +27,9 @@ struct listen_sock {
 int listen_sock_open(struct listen_sock *ls, const char *addr, const char *group, char *why,
 		     size_t why_size);
 /* Close it and remove its socket file (if it is still the one made). */
+/* Whether ADDR is a TCP address on loopback: false for a Unix socket or an address that
+ * does not parse (listen_sock_open says why). Known before anything is bound. */
+bool listen_addr_is_remote_tcp(const char *addr);
 void listen_sock_close(struct listen_sock *ls);
 
 #endif

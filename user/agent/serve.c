@@ -238,6 +238,7 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	}
+	s->ls.fd = -1; /* not open: a failure before listen_sock_open closes nothing */
 	s->ops = *ops;
 	serve_conns_init(&s->conns, CUT_WAITING_AT);
 	if (o->token_file && !(s->token = serve_token_load(o->token_file, why, why_size)))
@@ -260,9 +261,8 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 			goto fail;
 		flags |= MHD_USE_TLS;
 	}
-	if (listen_sock_open(&s->ls, o->addr, o->group, why, why_size))
-		goto fail;
-	if (!s->ls.unix_path && !s->ls.loopback && !s->token && !o->public) {
+	/* refused before anything is bound: the answer is the configuration's, not the port's */
+	if (listen_addr_is_remote_tcp(o->addr) && !s->token && !o->public) {
 		snprintf(why, why_size,
 			 "%s is not a loopback address: the listener serves every process's "
 			 "profile, so it needs --metrics-token-file (or --metrics-public to serve "
@@ -270,6 +270,8 @@ struct serve *serve__new(const struct serve_opts *o, const struct serve_ops *ops
 			 o->addr);
 		goto fail;
 	}
+	if (listen_sock_open(&s->ls, o->addr, o->group, why, why_size))
+		goto fail;
 	/* a browser page reaches a loopback port by DNS rebinding, naming its own host */
 	s->check_host = !s->ls.unix_path && s->ls.loopback;
 	if (!s->ls.unix_path) /* a Unix socket has no client addresses to count by */
