@@ -37,7 +37,10 @@ import pytest
 import pywalk_e2e as e2e
 
 HZ = 999
-SHARE_TOLERANCE = 0.05   # a process's share of samples vs. its share of CPU, absolute
+# A process's share of samples vs. its share of CPU, absolute, plus the share of the time
+# the host stole: stolen time lands unevenly, and one process's share can move by it when
+# the processes run one after the other.
+SHARE_TOLERANCE = 0.05
 # The busy loop is burn's call line and what it calls. Its samples are >= (1 - LOOP_SLACK -
 # stolen share) x busy CPU seconds x HZ: the sampler's clock (cpu-clock, which counts a
 # virtual CPU's stolen time, and whose timer is re-armed from when it fired, so its latency
@@ -236,10 +239,11 @@ def check_processes(run, roles, by_pid=True):
         loop, exact, floor = check_busy_loop(run, rec, counter)
         share, cpu_share = n / total, own_cpu(rec) / cpu_total
         table.append((role, rec["pid"], n, loop, exact, floor, 100 * share, 100 * cpu_share))
-        assert abs(share - cpu_share) <= SHARE_TOLERANCE, \
-            "%s: %.1f%% of the workload's samples, %.1f%% of its CPU time (%.3f of %.3f s)" \
-            "\n%s" % (role, 100 * share, 100 * cpu_share, own_cpu(rec), cpu_total,
-                      run.describe())
+        assert abs(share - cpu_share) <= SHARE_TOLERANCE + run.stolen, \
+            "%s: %.1f%% of the workload's samples, %.1f%% of its CPU time (%.3f of %.3f s, " \
+            "%.1f%% of the time stolen)\n%s" % (
+                role, 100 * share, 100 * cpu_share, own_cpu(rec), cpu_total,
+                100 * run.stolen, run.describe())
     print_table(run, table)
     return table
 
@@ -387,9 +391,10 @@ def test_exec_into_another_program(pywalk, interp, start_target, out_path, mode)
         share = exact[role] / (exact["first_work"] + exact["second_work"])
         busy_share = rec["busy"] / (first["busy"] + second["busy"])
         table.append((role, rec["pid"], n) + loops[role] + (100 * share, 100 * busy_share))
-        assert abs(share - busy_share) <= SHARE_TOLERANCE, \
-            "%s: %.1f%% of the busy samples, %.1f%% of the busy CPU\n%s" % (
-                role, 100 * share, 100 * busy_share, run.describe())
+        assert abs(share - busy_share) <= SHARE_TOLERANCE + run.stolen, \
+            "%s: %.1f%% of the busy samples, %.1f%% of the busy CPU (%.1f%% of the time " \
+            "stolen)\n%s" % (role, 100 * share, 100 * busy_share, 100 * run.stolen,
+                             run.describe())
     # CPU time survives the exec: the second program's includes the first's
     assert second["cpu"] > first["cpu"], run.records
     print_table(run, table)
