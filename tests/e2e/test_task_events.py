@@ -40,10 +40,10 @@ def test_threads_started_after_attach_are_sampled(pywalk, interp, start_target, 
     t = start_target(interp, str(SPIN_S), script="late_threads.py")
     assert t.tids() == [t.pid], "late_threads.py should have one thread before SIGUSR1"
     rec, err = start_pywalk(["-p", t.pid, "-F", HZ, "-d", "%ds" % (SPIN_S + 3)], out_path)
-    stolen = e2e.StolenTime()
+    steal_meter = e2e.StolenTime()
     os.kill(t.pid, signal.SIGUSR1)
     line = t.proc.stdout.readline().decode()
-    stolen = stolen.share()
+    stolen = steal_meter.share()
     stderr = finish_pywalk(rec, err, timeout=60)
     assert rec.returncode == 0, stderr
     cpu = json.loads(line)
