@@ -368,139 +368,163 @@ static __always_inline __u32 ship_kstack(void *ctx, struct scratch *s)
 	return 0;
 }
 
-/* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
- * counting `weight` (1, or nanoseconds for a latency); `sflags` (PW_SF_*) go with it, and
- * whether it holds the GIL. `ctx` is the program's context, for the kernel stack (NULL:
- * none is taken, the flag is not set). */
-static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 pid, __u32 tid,
-					   const struct pw_proc *cfg, __u32 probe, __u32 site,
-					   __u64 weight, __u16 sflags)
+/* The thread state of thread id `want` found by a bounded walk of the interpreters' thread
+ * lists, cached under `key` and read into s->tstate. */
+static __always_inline __u8 find_thread_state_slow(struct scratch *s, const struct pw_proc *cfg,
+						   __u64 key, __u64 want, __u64 *tstate)
+{
+	struct tfind_ctx tc = { .cfg = cfg };
+
+	if (pw_tfind_init(&tc.tf, cfg, want))
+		return PW_OUT_READ_FAULT;
+	bpf_loop(PW_MAX_THREAD_WALK, tfind_cb, &tc, 0);
+	if (tc.tf.err)
+		return PW_OUT_READ_FAULT;
+	if (!tc.tf.found)
+		return PW_OUT_NO_TSTATE;
+	*tstate = tc.tf.found;
+	bpf_map_update_elem(&threads, &key, tstate, BPF_ANY);
+	if (read_tstate(s, cfg, *tstate))
+		return PW_OUT_READ_FAULT;
+	return PW_OUT__CONTINUE;
+}
+
+/* The thread state of thread `tid` (`*tstate`), read into s->tstate: the cached one when it
+ * still names this thread (it may have been freed and reused by another), else found by a
+ * bounded walk of the interpreters' thread lists. PW_OUT__CONTINUE or the outcome. */
+static __always_inline __u8 find_thread_state(struct scratch *s, const struct pw_proc *cfg,
+					      __u32 tid, __u64 *tstate)
 {
 	__u64 key = (__u64)cfg->target << 32 | tid;
-	struct walk_ctx wc = {};
-	__u64 *cached, tstate = 0, want, current;
-	__u64 len, now, flags;
-	__u8 outcome;
-
-	want = current_thread_id(cfg, tid);
+	__u64 want = current_thread_id(cfg, tid), *cached;
 
 	cached = bpf_map_lookup_elem(&threads, &key);
 	if (cached) {
-		tstate = *cached;
-		/* the thread state may have been freed and reused by another thread */
-		if (read_tstate(s, cfg, tstate) || tstate_thread_id(s, cfg) != want)
-			tstate = 0;
+		*tstate = *cached;
+		if (!read_tstate(s, cfg, *tstate) && tstate_thread_id(s, cfg) == want)
+			return PW_OUT__CONTINUE;
 	}
-	if (!tstate) {
-		struct tfind_ctx tc = { .cfg = cfg };
+	return find_thread_state_slow(s, cfg, key, want, tstate);
+}
 
-		if (pw_tfind_init(&tc.tf, cfg, want))
-			return PW_OUT_READ_FAULT;
-		bpf_loop(PW_MAX_THREAD_WALK, tfind_cb, &tc, 0);
-		if (tc.tf.err)
-			return PW_OUT_READ_FAULT;
-		if (!tc.tf.found)
-			return PW_OUT_NO_TSTATE;
-		tstate = tc.tf.found;
-		bpf_map_update_elem(&threads, &key, &tstate, BPF_ANY);
-		if (read_tstate(s, cfg, tstate))
-			return PW_OUT_READ_FAULT;
-	}
+/* Walk the Python frames of the thread state in s->tstate into s->sample.frames (leaf
+ * first; wc->w.nframes of them). PW_OUT_SHIPPED when the walk proved the stack complete,
+ * else the outcome that rejects it. */
+static __always_inline __u8 walk_python(struct scratch *s, const struct pw_proc *cfg,
+					struct walk_ctx *wc)
+{
+	__u64 current;
+	__u8 outcome = pw_current_frame(cfg, s->tstate, &current);
 
-	outcome = pw_current_frame(cfg, s->tstate, &current);
 	if (outcome != PW_OUT__CONTINUE)
 		return outcome;
-
-	wc.cfg = cfg;
-	wc.s = s;
-	wc.u = ustack_walk_begin(cfg);
+	wc->cfg = cfg;
+	wc->s = s;
+	wc->u = ustack_walk_begin(cfg);
 	s->agg_key.stack = agg_seed;
-	pw_walk_start(&wc.w, &s->walk, cfg, s->tstate, current, max_depth);
-	bpf_loop(pw_walk_bound(max_depth), walk_cb, &wc, 0);
-	if (wc.w.outcome == PW_OUT__CONTINUE)
+	pw_walk_start(&wc->w, &s->walk, cfg, s->tstate, current, max_depth);
+	bpf_loop(pw_walk_bound(max_depth), walk_cb, wc, 0);
+	if (wc->w.outcome == PW_OUT__CONTINUE)
 		return PW_OUT_DEPTH;
-	if (wc.w.outcome != PW_OUT_SHIPPED)
-		return wc.w.outcome;
-	if (aggregate) {
-		int agg;
+	return wc->w.outcome;
+}
 
-		s->agg_key.nframes = wc.w.nframes;
-		s->agg_key.target = cfg->target;
-		s->agg_key.tid = tid;
-		s->agg_key.probe = (__u16)probe;
-		s->agg_key.site = (__u16)site;
-		agg = agg_count(s, weight);
-		if (agg == AGG_COUNTED)
-			return PW_OUT_SHIPPED;
-		if (agg == AGG_FULL)
-			return PW_OUT_AGG_FULL;
-	}
+/* --aggregate: count the hit in the kernel's map. PW_OUT_SHIPPED when counted there (nothing
+ * more to ship), PW_OUT_AGG_FULL, or PW_OUT__CONTINUE to ship the sample. */
+static __always_inline __u8 count_in_kernel(struct scratch *s, const struct pw_proc *cfg, __u32 tid,
+					    __u32 probe, __u32 site, __u64 weight, __u32 nframes)
+{
+	int agg;
 
-	/* only a complete stack's code objects are worth copying; they go first, so userspace
-	 * has them when it reads the sample */
+	s->agg_key.nframes = nframes;
+	s->agg_key.target = cfg->target;
+	s->agg_key.tid = tid;
+	s->agg_key.probe = (__u16)probe;
+	s->agg_key.site = (__u16)site;
+	agg = agg_count(s, weight);
+	if (agg == AGG_COUNTED)
+		return PW_OUT_SHIPPED;
+	if (agg == AGG_FULL)
+		return PW_OUT_AGG_FULL;
+	return PW_OUT__CONTINUE;
+}
+
+/* A record of each code object of the stack this CPU has not shipped yet (at most
+ * PW_CODE_PER_SAMPLE): only a complete stack's are worth copying, and they go first, so
+ * userspace has them when it reads the sample. */
+static __always_inline void ship_code_records(struct scratch *s, const struct pw_proc *cfg,
+					      __u32 pid, __u32 nframes)
+{
 	if (capture_code) {
 		struct code_ctx cc = { .s = s,
 				       .cfg = cfg,
 				       .pid = pid,
-				       .nframes = wc.w.nframes,
+				       .nframes = nframes,
 				       .budget = PW_CODE_PER_SAMPLE };
 
 		bpf_loop(PW_MAX_FRAMES_CAP, code_cb, &cc, 0);
 	}
+}
 
-	s->sample.hdr.kind = PW_REC_SAMPLE;
-	s->sample.hdr.time_ns = bpf_ktime_get_ns();
-	/* --native: the stack record goes first, or neither does. Every program that gets
-	 * here runs in the context of the thread it walks (a sampled thread, a probe's hit, a
-	 * thread switching out or back from a wait), so the task's user registers are that
-	 * thread's: where it was interrupted, or where it resumes after the kernel. */
-	if (native_stack) {
-		__u32 cpu = bpf_get_smp_processor_id();
-		struct pw_ustack *u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
-		__u32 ulen = u ? ustack_fill(u, tid, s->sample.hdr.time_ns) : 0;
+/* --native: the stack record goes before the sample, or neither does. Every program that
+ * gets here runs in the context of the thread it walks (a sampled thread, a probe's hit, a
+ * thread switching out or back from a wait), so the task's user registers are that
+ * thread's: where it was interrupted, or where it resumes after the kernel. Sets
+ * PW_SF_USTACK in *sflags when one was shipped. PW_OUT__CONTINUE or PW_OUT_LOST. */
+static __always_inline __u8 ship_native_stack(struct scratch *s, __u32 tid, __u16 *sflags)
+{
+	__u32 cpu, ulen;
+	struct pw_ustack *u;
 
-		if (!u)
-			return PW_OUT_LOST;
-		if (ulen) {
-			if (ulen > sizeof(struct pw_ustack))
-				return PW_OUT_LOST;
-			if (bpf_ringbuf_output(&events, u, ulen, BPF_RB_NO_WAKEUP))
-				return PW_OUT_LOST;
-			sflags |= PW_SF_USTACK;
-		}
-	}
-	s->sample.hdr.tstate = tstate;
-	s->sample.hdr.pid = pid;
-	s->sample.hdr.tid = tid;
-	s->sample.hdr.target = cfg->target;
-	s->sample.hdr.nframes = wc.w.nframes;
-	s->sample.hdr.probe = (__u16)probe;
-	s->sample.hdr.site = (__u16)site;
-	s->sample.hdr.weight = weight;
-	s->sample.hdr.flags = sflags | (__u16)gil_flags(s, cfg, tstate);
-	len = sizeof(struct pw_sample_hdr) + (__u64)wc.w.nframes * sizeof(struct pw_frame);
-	if (len > sizeof(struct pw_sample))
-		return PW_OUT_DEPTH;
-	if (print_args && wc.w.nframes <= PW_PRINT_ARGS_MAX_FRAMES) {
-		struct pw_print_args *pa = (void *)&s->sample.frames[wc.w.nframes];
+	if (!native_stack)
+		return PW_OUT__CONTINUE;
+	cpu = bpf_get_smp_processor_id();
+	u = bpf_map_lookup_elem(&ustack_scratch, &cpu);
+	if (!u)
+		return PW_OUT_LOST;
+	ulen = ustack_fill(u, tid, s->sample.hdr.time_ns);
+	if (!ulen)
+		return PW_OUT__CONTINUE;
+	if (ulen > sizeof(struct pw_ustack) ||
+	    bpf_ringbuf_output(&events, u, ulen, BPF_RB_NO_WAKEUP))
+		return PW_OUT_LOST;
+	*sflags |= PW_SF_USTACK;
+	return PW_OUT__CONTINUE;
+}
 
-		__builtin_memcpy(pa->arg, s->hit.args, sizeof(pa->arg));
-		pa->ret = (__s64)s->hit.ret;
-		pa->nargs = s->hit.nargs;
-		pa->has_ret = s->hit.has_ret;
-		len += sizeof(struct pw_print_args);
-	}
-	/* Waking the consumer costs an IPI and a context switch, several microseconds: wake it
-	 * only when this CPU's last wakeup is PW_WAKEUP_NS old or the buffer is filling up,
-	 * which bounds the delay before symbolization (code objects can die meanwhile). */
-	now = s->sample.hdr.time_ns;
-	flags = BPF_RB_NO_WAKEUP;
+/* trace --print: what the probe saw goes after the frames; returns the bytes added. */
+static __always_inline __u64 append_print_args(struct scratch *s, __u32 nframes)
+{
+	struct pw_print_args *pa;
+
+	if (!print_args || nframes > PW_PRINT_ARGS_MAX_FRAMES)
+		return 0;
+	pa = (void *)&s->sample.frames[nframes];
+	__builtin_memcpy(pa->arg, s->hit.args, sizeof(pa->arg));
+	pa->ret = (__s64)s->hit.ret;
+	pa->nargs = s->hit.nargs;
+	pa->has_ret = s->hit.has_ret;
+	return sizeof(struct pw_print_args);
+}
+
+/* Waking the consumer costs an IPI and a context switch, several microseconds: wake it only
+ * when this CPU's last wakeup is PW_WAKEUP_NS old or the buffer is filling up, which bounds
+ * the delay before symbolization (code objects can die meanwhile). */
+static __always_inline __u64 wakeup_flags(struct scratch *s, __u64 now, __u64 len)
+{
 	if (now - s->last_wakeup_ns >= PW_WAKEUP_NS ||
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + len >= PW_WAKEUP_BYTES) {
-		flags = BPF_RB_FORCE_WAKEUP;
 		s->last_wakeup_ns = now;
+		return BPF_RB_FORCE_WAKEUP;
 	}
-	/* --kernel (never with --aggregate): its stack goes first, and without it no sample */
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* Ship the sample built in s->sample (`len` bytes), after its kernel stack (--kernel,
+ * never with --aggregate: without it no sample) and, for the first hit of an --aggregate
+ * key, with the header right before it that says which key it defines. */
+static __always_inline __u32 ship_sample(void *ctx, struct scratch *s, __u64 len, __u64 flags)
+{
 	if (kernel_stacks && ctx) {
 		__u32 out = ship_kstack(ctx, s);
 
@@ -508,7 +532,6 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 			return out;
 		s->sample.hdr.flags |= PW_SF_KSTACK;
 	}
-	/* the first of a key: the header right before the sample says which key it defines */
 	if (aggregate && s->agg_first.kind == PW_REC_AGG_FIRST) {
 		if (bpf_ringbuf_output(&events, &s->agg_first, sizeof(struct pw_agg_first) + len,
 				       flags))
@@ -519,6 +542,54 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 	if (bpf_ringbuf_output(&events, &s->sample, len, flags))
 		return PW_OUT_LOST;
 	return PW_OUT_SHIPPED;
+}
+
+/* The outcome of one sample of thread `tid` of Python process `pid` for probe `probe`,
+ * counting `weight` (1, or nanoseconds for a latency); `sflags` (PW_SF_*) go with it, and
+ * whether it holds the GIL. `ctx` is the program's context, for the kernel stack (NULL:
+ * none is taken, the flag is not set). */
+static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 pid, __u32 tid,
+					   const struct pw_proc *cfg, __u32 probe, __u32 site,
+					   __u64 weight, __u16 sflags)
+{
+	struct walk_ctx wc = {};
+	__u64 tstate = 0, len;
+	__u32 nframes;
+	__u8 outcome;
+
+	outcome = find_thread_state(s, cfg, tid, &tstate);
+	if (outcome != PW_OUT__CONTINUE)
+		return outcome;
+	outcome = walk_python(s, cfg, &wc);
+	if (outcome != PW_OUT_SHIPPED)
+		return outcome;
+	nframes = wc.w.nframes;
+	if (aggregate) {
+		outcome = count_in_kernel(s, cfg, tid, probe, site, weight, nframes);
+		if (outcome != PW_OUT__CONTINUE)
+			return outcome;
+	}
+	ship_code_records(s, cfg, pid, nframes);
+
+	s->sample.hdr.kind = PW_REC_SAMPLE;
+	s->sample.hdr.time_ns = bpf_ktime_get_ns();
+	outcome = ship_native_stack(s, tid, &sflags);
+	if (outcome != PW_OUT__CONTINUE)
+		return outcome;
+	s->sample.hdr.tstate = tstate;
+	s->sample.hdr.pid = pid;
+	s->sample.hdr.tid = tid;
+	s->sample.hdr.target = cfg->target;
+	s->sample.hdr.nframes = nframes;
+	s->sample.hdr.probe = (__u16)probe;
+	s->sample.hdr.site = (__u16)site;
+	s->sample.hdr.weight = weight;
+	s->sample.hdr.flags = sflags | (__u16)gil_flags(s, cfg, tstate);
+	len = sizeof(struct pw_sample_hdr) + (__u64)nframes * sizeof(struct pw_frame);
+	if (len > sizeof(struct pw_sample))
+		return PW_OUT_DEPTH;
+	len += append_print_args(s, nframes);
+	return ship_sample(ctx, s, len, wakeup_flags(s, s->sample.hdr.time_ns, len));
 }
 
 /* The scratch is per CPU, and a sampler's interrupt can land in another program's walk on
