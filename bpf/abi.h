@@ -8,7 +8,7 @@
 #include <linux/types.h>
 #endif
 
-#define PW_ABI_VERSION 11
+#define PW_ABI_VERSION 12
 
 /* Hard cap of Python frames in one record (--max-depth may not exceed it). */
 #define PW_MAX_FRAMES_CAP 4096
@@ -36,6 +36,11 @@
 	X(BAD_FRAME, "rejected: bad frame")          \
 	X(BAD_TLBC, "rejected: no bytecode copy")    \
 	X(KSTACK_FAULT, "rejected: no kernel stack") \
+	X(ASYNC_FAULT, "rejected: task unreadable")  \
+	X(ASYNC_LOOP, "rejected: other loop")        \
+	X(ASYNC_CYCLE, "rejected: task cycle")       \
+	X(ASYNC_BOUND, "rejected: await bound")      \
+	X(ASYNC_CHANGED, "rejected: task changed")   \
 	X(LOST, "lost (ring buffer full)")           \
 	X(NESTED, "lost (interrupted a walk)")       \
 	X(AGG_FULL, "lost (aggregate map full)")
@@ -75,7 +80,10 @@ enum pw_outcome {
 	X(AGG_COUNTED, "--aggregate: hits counted in the kernel")                            \
 	X(AGG_FIRST, "--aggregate: hits shipped as the first of their stack")                \
 	X(AGG_DEEP, "--aggregate: hits shipped whole, deeper than the kernel keeps")         \
-	X(AGG_COLLISION, "--aggregate: hits shipped whole, their stack's hash taken")
+	X(AGG_COLLISION, "--aggregate: hits shipped whole, their stack's hash taken")        \
+	X(ASYNC_RUNNING, "--async: samples of a thread running an asyncio task")             \
+	X(ASYNC_OUTSIDE, "--async: samples in a task's step outside its coroutine")          \
+	X(ASYNC_UNKNOWN, "--async: samples of a process with no task table (yet)")
 
 enum pw_counter {
 #define PW_X_COUNTER(name, label) PW_CNT_##name,
@@ -310,6 +318,72 @@ struct pw_frame {
 	__u32 tag;
 };
 
+/* --async (CPython 3.14+): a sample of a thread whose event loop is running a task carries
+ * the task and the tasks awaiting it, read where the sample is taken (bpf/async.h): the
+ * thread is stopped there, and a loop's tasks change only in its own thread. The running
+ * task's coroutine frames are the thread's own, from the leaf down to the task's coroutine
+ * frame; a task mark (a struct pw_frame with instr PW_INSTR_TASK, code the task's address,
+ * tag its index in the sample's task list) follows them, then each awaiting task's
+ * coroutine frames (read from its suspended coroutines, leaf first) and its mark, and then
+ * the thread's frames below the task's step. The task list (struct pw_task_name, one per
+ * mark, in mark order) follows the frames. */
+#define PW_ASYNC_MAX_TASKS 16	/* tasks in one chain: the running one and its awaiters */
+#define PW_ASYNC_MAX_FRAMES 256 /* coroutine frames of the awaiting tasks, together */
+#define PW_ASYNC_BLOCK (PW_ASYNC_MAX_TASKS + PW_ASYNC_MAX_FRAMES)
+#define PW_ASYNC_SET_SCAN 1024 /* entries of an awaiters set looked at */
+#define PW_ASYNC_SET_CHUNK 16  /* entries read at once */
+#define PW_ASYNC_TASK_READ 256 /* bytes of a task object read, from its start */
+#define PW_ASYNC_GEN_READ 256  /* bytes of a coroutine read: its header and frame */
+#define PW_TASK_NAME_MAX 64    /* bytes of a task name's characters a sample carries */
+#define PW_INSTR_TASK 0xfffffffeu
+
+/* Where the async walk finds things (map async_procs, keyed by host tgid): the table of the
+ * target's _asyncio module and the generator, set and int layouts of its interpreter. */
+struct pw_async_off {
+	__u32 target;	       /* the process lifetime (pw_proc.target) it describes */
+	__u16 ts_running_loop; /* in the thread state */
+	__u16 ts_running_task; /* in the thread state */
+	__u16 task_read;       /* bytes of a task read: every task field lies below */
+	__u16 task_loop;       /* the task's loop (the first field after the object header) */
+	__u16 task_name;       /* a str or an int */
+	__u16 task_awaited_by; /* one task, a set of them, or NULL */
+	__u16 task_is_task;    /* char */
+	__u16 task_awaited_by_is_set; /* char */
+	__u16 task_coro;
+	__u16 ob_type;
+	__u16 tp_flags;
+	__u16 long_lv_tag;
+	__u16 long_digit;
+	__u16 gen_iframe;	  /* the coroutine's embedded frame */
+	__u16 gen_frame_state;	  /* int8 */
+	__u16 gen_read;		  /* bytes of a coroutine read (<= PW_ASYNC_GEN_READ) */
+	__u16 frame_stackpointer; /* _PyInterpreterFrame.stackpointer */
+	__u16 set_used;
+	__u16 set_mask;
+	__u16 set_table;
+	__s8 fs_yield_from;	   /* a coroutine suspended in await */
+	__s8 fs_yield_from_locked; /* 3.15's variant of it */
+	__s8 fs_finished;	   /* the first state of a finished one */
+	__u8 await_slot;	   /* what it awaits: this many stack slots below stackpointer */
+	__u8 owner_generator;	   /* FRAME_OWNED_BY_GENERATOR */
+	__u8 pad[3];
+};
+_Static_assert(sizeof(struct pw_async_off) == 52, "pw_async_off is ABI");
+
+/* One task of a sample's chain (PW_SF_ASYNC): its name as the sample saw it. */
+#define PW_TASK_NAME_INT 0x80 /* kind: an int name (asyncio's "Task-N" counter) */
+struct pw_task_name {
+	__u64 task;	/* the task object */
+	__u32 awaiters; /* tasks awaiting it besides the one the chain goes on with */
+	__u32 length;	/* a str name's length in characters (data holds what fits) */
+	__u64 value;	/* an int name's value */
+	__u8 kind;	/* 1, 2, 4: a str of that width; PW_TASK_NAME_INT; 0: neither */
+	__u8 negative;	/* an int name below 0 */
+	__u8 pad[6];
+	__u8 data[PW_TASK_NAME_MAX];
+};
+_Static_assert(sizeof(struct pw_task_name) == 96, "pw_task_name is ABI");
+
 /* Every ring-buffer record starts with its kind (a __u32). */
 enum pw_rec_kind {
 	PW_REC_SAMPLE = 1,    /* struct pw_sample_hdr + frames */
@@ -334,6 +408,8 @@ enum pw_rec_kind {
 #define PW_SF_KSTACK 0x10
 #define PW_SF_USTACK 0x20
 #define PW_SF_EXTRA_STACKS (PW_SF_KSTACK | PW_SF_USTACK)
+/* --async: the frames hold task marks, and the task list follows them (PW_INSTR_TASK) */
+#define PW_SF_ASYNC 0x40
 /* Userspace's own: the stack records were appended to this sample (user/symbolize/xstack.h). */
 #define PW_SF_USERSPACE_PAIRED 0x8000
 
@@ -362,6 +438,8 @@ _Static_assert(sizeof(struct pw_sample_hdr) == 48, "pw_sample_hdr is ABI");
 struct pw_sample {
 	struct pw_sample_hdr hdr;
 	struct pw_frame frames[PW_MAX_FRAMES_CAP];
+	/* --async: room for the task list after the deepest stack */
+	struct pw_task_name tasks_room[PW_ASYNC_MAX_TASKS];
 };
 
 /* An extra stack of a sample (--kernel, --native) travels as its own record, shipped just

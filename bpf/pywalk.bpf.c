@@ -25,6 +25,7 @@
 #define PW_READ_USER(dst, size, addr) \
 	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
 #include "walk.h"
+#include "async.h"
 #include "gil.h"
 #include "code.h"
 
@@ -38,6 +39,9 @@ const volatile bool follow_all = false;
 const volatile bool capture_code = true;
 /* trace --print: every probe fills its hit, and samples carry it (struct pw_print_args) */
 const volatile bool print_args = false;
+/* --async: a sample of a thread running an asyncio task carries the task's chain (async.h);
+ * never with --print or --aggregate, which are trace's */
+const volatile bool async_wanted = false;
 
 /* 100 ms: at a high sample rate most of the consumer's CPU goes to its wakeups (epoll's
  * return path), and a longer interval wakes it less often. Userspace polls every 100 ms
@@ -61,6 +65,8 @@ const volatile bool print_args = false;
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
 	struct pw_walkmem walk; /* the data-stack window and the tags of one walk */
+	struct pw_async async;	/* --async: the chain walk's state and what it read */
+	struct pw_asyncmem async_mem;
 	struct pw_hit hit;
 	struct pw_agg_key agg_key; /* --aggregate: the hit's key */
 	struct pw_agg_frames_key agg_fkey;
@@ -83,6 +89,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pw_proc);
 } procs SEC(".maps");
+
+/* --async: where the tasks of a process are (host tgid -> its _asyncio table's offsets, for
+ * the lifetime pw_async_off.target), written by userspace once the program has imported
+ * asyncio; sized at load like procs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct pw_async_off);
+} async_procs SEC(".maps");
 
 /* See PW_TARGET_BITS: the early exit of a non-target is one load of this. */
 __u64 target_bits[PW_TARGET_BITS / 64];
@@ -182,6 +198,8 @@ struct walk_ctx {
 	struct scratch *s;   /* frames go to its record (and, --aggregate, into its key's hash);
 			    * its walk memory is the window and the tags */
 	struct pw_ustack *u; /* --native: the entry frames passed go to its list */
+	__u64 coro_frame;    /* --async: the running task's coroutine frame, to find */
+	__u32 split;	     /* frames up to and including it (0: not on the stack) */
 };
 
 /* One frame. A global function: the verifier checks it once, on its own, instead of once
@@ -204,6 +222,8 @@ static long walk_cb(__u32 index __attribute__((unused)), void *data)
 	if (native_stack && c->u && !done && !c->w.emit)
 		ustack_note_shim(c->u, at);
 
+	if (async_wanted && c->w.emit && at == c->coro_frame)
+		c->split = c->w.nframes;
 	if (c->w.emit && idx < PW_MAX_FRAMES_CAP) {
 		c->s->sample.frames[idx] = c->w.cur;
 		if (aggregate)
@@ -273,6 +293,8 @@ static long code_cb(__u32 i, void *data)
 	if (i >= c->nframes || i >= PW_MAX_FRAMES_CAP || !c->budget)
 		return 1;
 	f = &c->s->sample.frames[i];
+	if (async_wanted && f->instr == PW_INSTR_TASK)
+		return 0; /* --async: a task's mark, no code object */
 	key = seen_key(c->cfg->target, f);
 	slot = (__u32)(key >> 40) & (PW_SEEN_SLOTS - 1);
 	if (c->s->seen[slot] == key)
@@ -429,6 +451,135 @@ static __always_inline __u8 walk_python(struct scratch *s, const struct pw_proc 
 	return wc->w.outcome;
 }
 
+/* ---- --async: the running task's chain (async.h) -------------------------------------- */
+
+/* The task table of process `pid` for this lifetime, or NULL (counted: none yet). */
+static __always_inline const struct pw_async_off *async_table(__u32 pid, const struct pw_proc *cfg)
+{
+	const struct pw_async_off *o;
+
+	if (!async_wanted || aggregate || print_args)
+		return NULL;
+	o = bpf_map_lookup_elem(&async_procs, &pid);
+	if (o && o->target == cfg->target)
+		return o;
+	count_counter(PW_CNT_ASYNC_UNKNOWN);
+	return NULL;
+}
+
+/* One step of the chain walk. A global function, verified once. */
+__noinline int async_step(struct pw_async *a, const struct pw_proc *cfg,
+			  const struct pw_async_off *o, struct pw_asyncmem *m,
+			  struct pw_walkmem *wm)
+{
+	if (!a || !cfg || !o || !m || !wm)
+		return 1;
+	return pw_async_step(a, cfg, o, m, wm);
+}
+
+struct async_ctx {
+	struct scratch *s;
+	const struct pw_proc *cfg;
+	const struct pw_async_off *o;
+};
+
+static long async_cb(__u32 index __attribute__((unused)), void *data)
+{
+	struct async_ctx *c = data;
+
+	return async_step(&c->s->async, c->cfg, c->o, &c->s->async_mem, &c->s->walk) ? 1 : 0;
+}
+
+struct splice_ctx {
+	struct scratch *s;
+	__u32 top;    /* the thread's frames end here */
+	__u32 split;  /* the block goes here */
+	__u32 nblock; /* its entries */
+};
+
+/* Move the thread's frames below the task (from the root end) up past the block. */
+static long splice_move_cb(__u32 i, void *data)
+{
+	struct splice_ctx *c = data;
+	__u32 from = c->top - 1 - i, to = from + c->nblock;
+
+	if (from >= PW_MAX_FRAMES_CAP || to >= PW_MAX_FRAMES_CAP)
+		return 1;
+	c->s->sample.frames[to] = c->s->sample.frames[from];
+	return 0;
+}
+
+static long splice_copy_cb(__u32 i, void *data)
+{
+	struct splice_ctx *c = data;
+	__u32 to = c->split + i;
+
+	if (i >= PW_ASYNC_BLOCK_BUF || to >= PW_MAX_FRAMES_CAP)
+		return 1;
+	c->s->sample.frames[to] = c->s->async_mem.block[i];
+	return 0;
+}
+
+/* Read the chain of the task the thread runs (its walk begun by pw_async_begin) and put
+ * it into the stack of `*nframes` frames: after the running task's own frames (`split`
+ * of them, leaf first) come the block's marks and awaiting tasks' frames, then the
+ * thread's frames below the task. PW_OUT__CONTINUE or the outcome that rejects it. */
+static __always_inline __u8 read_async_chain(struct scratch *s, const struct pw_proc *cfg,
+					     const struct pw_async_off *o, __u64 tstate,
+					     __u32 split, __u32 *nframes)
+{
+	struct async_ctx ac = { .s = s, .cfg = cfg, .o = o };
+	struct splice_ctx sc = { .s = s, .top = *nframes, .split = split };
+	__u8 outcome;
+
+	bpf_loop(PW_ASYNC_STEPS, async_cb, &ac, 0);
+	if (s->async.outcome != PW_OUT__CONTINUE)
+		return s->async.outcome;
+	if (s->async.phase != PW_APH_DONE)
+		return PW_OUT_ASYNC_BOUND;
+	outcome = pw_async_recheck(&s->async, o, tstate);
+	if (outcome != PW_OUT__CONTINUE)
+		return outcome;
+	sc.nblock = s->async.nblock;
+	if (split > sc.top || sc.top + sc.nblock > PW_MAX_FRAMES_CAP)
+		return PW_OUT_ASYNC_BOUND;
+	bpf_loop(sc.top - split, splice_move_cb, &sc, 0);
+	bpf_loop(sc.nblock, splice_copy_cb, &sc, 0);
+	*nframes = sc.top + sc.nblock;
+	/* the frames moved: the code-record loop looks at every one, not the walk's list */
+	s->walk.nfresh = PW_TAGMEMO_SLOTS + 1;
+	count_counter(PW_CNT_ASYNC_RUNNING);
+	return PW_OUT__CONTINUE;
+}
+
+struct names_ctx {
+	struct scratch *s;
+	__u32 nframes;
+};
+
+static long names_cb(__u32 i, void *data)
+{
+	struct names_ctx *c = data;
+	__u8 *to;
+
+	if (i >= PW_ASYNC_MAX_TASKS || c->nframes > PW_MAX_FRAMES_CAP)
+		return 1;
+	to = (__u8 *)&c->s->sample.frames[c->nframes] + i * sizeof(struct pw_task_name);
+	__builtin_memcpy(to, &c->s->async_mem.names[i], sizeof(struct pw_task_name));
+	return 0;
+}
+
+/* The chain's task list after the frames; returns the bytes added. */
+static __always_inline __u64 append_task_names(struct scratch *s, __u32 nframes, __u32 ntasks)
+{
+	struct names_ctx nc = { .s = s, .nframes = nframes };
+
+	if (!ntasks || ntasks > PW_ASYNC_MAX_TASKS)
+		return 0;
+	bpf_loop(ntasks, names_cb, &nc, 0);
+	return (__u64)ntasks * sizeof(struct pw_task_name);
+}
+
 /* --aggregate: count the hit in the kernel's map. PW_OUT_SHIPPED when counted there (nothing
  * more to ship), PW_OUT_AGG_FULL, or PW_OUT__CONTINUE to ship the sample. */
 static __always_inline __u8 count_in_kernel(struct scratch *s, const struct pw_proc *cfg, __u32 tid,
@@ -553,17 +704,38 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 					   __u64 weight, __u16 sflags)
 {
 	struct walk_ctx wc = {};
+	const struct pw_async_off *ao;
 	__u64 tstate = 0, len;
-	__u32 nframes;
+	__u32 nframes, ntasks = 0;
+	int running = 0;
 	__u8 outcome;
 
 	outcome = find_thread_state(s, cfg, tid, &tstate);
 	if (outcome != PW_OUT__CONTINUE)
 		return outcome;
+	ao = async_table(pid, cfg);
+	if (ao) {
+		running = pw_async_begin(&s->async, ao, tstate);
+		if (running < 0)
+			return s->async.outcome;
+		if (running)
+			wc.coro_frame = s->async.coro_frame;
+	}
 	outcome = walk_python(s, cfg, &wc);
 	if (outcome != PW_OUT_SHIPPED)
 		return outcome;
 	nframes = wc.w.nframes;
+	/* a task's step running Python outside the task's coroutine (asyncio's own
+	 * scheduling, called from C) has no place to put the chain: the thread's stack */
+	if (ao && running > 0 && !wc.split)
+		count_counter(PW_CNT_ASYNC_OUTSIDE);
+	else if (ao && running > 0) {
+		outcome = read_async_chain(s, cfg, ao, tstate, wc.split, &nframes);
+		if (outcome != PW_OUT__CONTINUE)
+			return outcome;
+		ntasks = s->async.ntasks;
+		sflags |= PW_SF_ASYNC;
+	}
 	if (aggregate) {
 		outcome = count_in_kernel(s, cfg, tid, probe, site, weight, nframes);
 		if (outcome != PW_OUT__CONTINUE)
@@ -589,6 +761,7 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
 	len += append_print_args(s, nframes);
+	len += append_task_names(s, nframes, ntasks);
 	return ship_sample(ctx, s, len, wakeup_flags(s, s->sample.hdr.time_ns, len));
 }
 
@@ -1042,6 +1215,16 @@ int on_fork(__u64 *ctx)
 	if (bpf_map_update_elem(&procs, &ctgid, &cfg, BPF_NOEXIST)) {
 		count_counter(PW_CNT_PROC_FULL);
 		cfg.target = 0;
+	} else if (async_wanted) {
+		/* and the same tasks' layout, if its parent had imported asyncio */
+		const struct pw_async_off *po = bpf_map_lookup_elem(&async_procs, &ptgid);
+		struct pw_async_off co;
+
+		if (po && po->target == pcfg->target) {
+			co = *po;
+			co.target = cfg.target;
+			bpf_map_update_elem(&async_procs, &ctgid, &co, BPF_ANY);
+		}
 	}
 	ship_proc(PW_PROC_FORK, ctgid, ptgid, cfg.target, pcfg->target);
 	return 0;

@@ -464,6 +464,17 @@ PW_INLINE __u8 pw_tlbc_instr(struct pw_walkmem *m, const struct pw_proc *cfg, co
 	return PW_OUT__CONTINUE;
 }
 
+/* 3.11+ (default builds): a frame's instruction pointer `ip` in code object `code` as an
+ * offset in 2-byte code units; before the first instruction (3.11/3.12 prev_instr =
+ * start - 1) is PW_INSTR_NONE. An offset never reaches PW_INSTR_TASK. */
+PW_INLINE __u32 pw_instr_offset(const struct pw_proc *cfg, __u64 code, __u64 ip)
+{
+	__u64 start = code + cfg->off.code_adaptive;
+
+	return ip >= start && ip - start < 0x1fffffffcull ? (__u32)((ip - start) >> 1)
+							  : PW_INSTR_NONE;
+}
+
 /* Visit one frame. Returns 1 when the walk has ended (w->outcome says how), 0 to go on.
  * A Python frame to ship is left in w->cur with w->emit set; the caller stores it as frame
  * w->nframes - 1 (so this function writes only through `w` and `m`, and the BPF side can
@@ -569,14 +580,9 @@ PW_INLINE int pw_walk_step(struct pw_walk *w, const struct pw_proc *cfg, struct 
 				return 1;
 			}
 		} else {
-			__u64 ip = pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX);
-			__u64 start = code + cfg->off.code_adaptive;
-
-			/* 3.11+: instruction pointer -> offset in 2-byte code units; before
-			 * the first instruction (3.11/3.12 prev_instr = start - 1) is NONE */
-			instr = ip >= start && ip - start < 0x1fffffffeull
-					? (__u32)((ip - start) >> 1)
-					: PW_INSTR_NONE;
+			instr = pw_instr_offset(
+				cfg, code,
+				pw_load_u64(buf, cfg->off.frame_instr, PW_FRAME_READ_MAX));
 		}
 		w->last_was_entry = cfg->off.frame_is_entry != PW_OFF_NONE &&
 				    pw_load_u8(buf, cfg->off.frame_is_entry, PW_FRAME_READ_MAX);

@@ -41,6 +41,11 @@ SUMMARY_LABELS = (
     "rejected: bad frame",
     "rejected: no bytecode copy",
     "rejected: no kernel stack",
+    "rejected: task unreadable",
+    "rejected: other loop",
+    "rejected: task cycle",
+    "rejected: await bound",
+    "rejected: task changed",
     "lost (ring buffer full)",
     "lost (interrupted a walk)",
 )
@@ -52,6 +57,8 @@ PY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<path>.*):(?P<line>\d+)\)$")
 TASK_FRAME_RE = re.compile(r"^(?P<comm>.*) \((?P<id>\d+)(?:, ns (?P<nspid>\d+))?"
                            r"(?:, container (?P<container>[0-9a-f]{12}))?\)$")
 UNKNOWN_NAMES = {"", "?", "??", "<unknown>", "[unknown]", "unknown"}
+# --async: a task's mark, "[task NAME]" or "[task NAME] (+N awaiting)"
+TASK_MARK_RE = re.compile(r"^\[task (?P<name>.*)\](?: \(\+(?P<others>\d+) awaiting\))?$")
 
 READY_TIMEOUT_S = 20.0
 
@@ -194,7 +201,7 @@ def unknown_frames(rows):
     bad = collections.Counter()
     for frames, n in rows:
         for fr in frames:
-            if parse_task_frame(fr):
+            if parse_task_frame(fr) or TASK_MARK_RE.match(fr):
                 continue
             py = parse_py_frame(fr)
             # Line 0 is allowed: CPython has instructions with no line (startup code);

@@ -26,6 +26,7 @@ enum {
 	OPT_NATIVE_CACHE,
 	OPT_MODE = CLI_OPT_MODE,
 	OPT_MIN_BLOCK = CLI_OPT_MIN_BLOCK,
+	OPT_ASYNC = CLI_OPT_ASYNC,
 };
 
 static const struct option sampling_options[] = {
@@ -41,6 +42,7 @@ static const struct option sampling_options[] = {
 	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
+	{ "async", no_argument, NULL, OPT_ASYNC },
 };
 static const struct option native_options[] = {
 	{ "native", no_argument, NULL, OPT_NATIVE },
@@ -104,7 +106,10 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"                         samples of threads holding the GIL (refused\n"
 			"                         for a free-threaded 3.14t: it has none)\n"
 			"      --min-block TIME   off-cpu, wall: do not count shorter times off CPU\n"
-			"                         (default 0; e.g. 1ms, 500us)\n");
+			"                         (default 0; e.g. 1ms, 500us)\n"
+			"      --async            asyncio (CPython 3.14+): a thread running a task\n"
+			"                         shows '[task NAME]' and the task's coroutines\n"
+			"                         after each task that awaits it, outermost first\n");
 	if ((groups & CLI_SAMPLING) && (groups & CLI_NATIVE))
 		fprintf(f,
 			"      --native           native (C) frames between the Python frames: each\n"
@@ -189,6 +194,7 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 		case 'e':
 		case OPT_MODE:
 		case OPT_MIN_BLOCK:
+		case OPT_ASYNC:
 			if (!rate)
 				return 1; /* the command's own handler says what to use instead */
 			break;
@@ -275,6 +281,9 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 				return cli_usage_error(
 					cmd, "invalid --mode '%s' (cpu, off-cpu, wall or gil)",
 					arg);
+			return 0;
+		case OPT_ASYNC:
+			s->async = true;
 			return 0;
 		case OPT_MIN_BLOCK:
 			if (parse_duration_ns(arg, &s->min_block_ns))

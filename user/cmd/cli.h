@@ -40,6 +40,7 @@ enum {
  * 'F', 'r', 'e' for -F, -r, -e). */
 #define CLI_OPT_MODE 0x1800
 #define CLI_OPT_MIN_BLOCK 0x1801
+#define CLI_OPT_ASYNC 0x1802
 
 /* A command's own options on top of the groups. */
 struct cli_spec {

@@ -156,6 +156,10 @@ static int handle_option(void *ctx, int opt, const char *arg)
 			"trace", "%s",
 			"trace takes no --min-block: it is pywalk record --mode off-cpu's "
 			"(trace --filter chooses which hits count)");
+	case CLI_OPT_ASYNC:
+		return cli_usage_error("trace", "%s",
+				       "trace takes no --async: asyncio task chains are sampled "
+				       "by pywalk record, top and agent --async");
 	}
 	return 1;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/async_watch.h"
 #include "engine/engine_impl.h"
 #include "symbolize/native.h"
 #include "engine/launch.h"
@@ -182,6 +183,8 @@ static void op_began(void *ctx, const struct target *t)
 		e->record_err = err;
 	if (e->s.mode == CLI_MODE_GIL && t->ver.free_threaded)
 		e->gil_free_threaded++;
+	if (e->aw && async_watch__add(e->aw, t, now_ns()))
+		e->record_err = -ENOMEM;
 	char ver[16];
 
 	pw_debug("PID %d (%s): Python %s, _PyRuntime at 0x%llx in %s, target %u%s%s\n", t->pid,
@@ -196,6 +199,8 @@ static void op_ended(void *ctx, const struct target *t, enum discover_end why)
 
 	pw_debug("PID %d: target %u ended (%s)\n", t->pid, t->id,
 		 why == DISCOVER_END_EXEC ? "exec" : "exit");
+	if (e->aw)
+		async_watch__remove(e->aw, t->id);
 	if (grow_array((void **)&e->gone, &e->gone_cap, e->ngone + 1, sizeof(*e->gone))) {
 		profile__target_gone(e->prof, t->id);
 		return;
@@ -442,6 +447,15 @@ struct engine *engine__new(const struct engine_opts *opts)
 			new_failure = EXIT_USAGE;
 			goto fail;
 		}
+		if (!err && e->s.async && (t.ver.minor < 14 || !t.ver.aio.present)) {
+			char ver[16];
+
+			pw_err("--async: PID %d runs Python %s, which has no asyncio task table "
+			       "(3.14+)\n",
+			       e->s.pids[i], py_version_str(&t.ver, ver, sizeof(ver)));
+			new_failure = EXIT_USAGE;
+			goto fail;
+		}
 	}
 	/* from here a temporary output file may exist: these signals end the run through the
 	 * normal path, and a closed pipe is a write error to report, not a silent death */
@@ -471,6 +485,7 @@ void engine__free(struct engine *e)
 	native__free(e->native);
 	free(e->nstack);
 	gilstats__free(e->gil);
+	async_watch__free(e->aw);
 	xstack__free(e->xs);
 	kallsyms__free(e->ksyms); /* after every profile that names frames with it */
 	free(e->gone);
@@ -603,6 +618,7 @@ int engine__start(struct engine *e)
 				       .gil = e->s.mode == CLI_MODE_GIL || e->opts.gil_stats,
 				       .aggregate_entries = e->opts.aggregate_entries,
 				       .native_stack = e->s.native_stack,
+				       .async = e->s.async,
 				       .task_pids = scope,
 				       .ntask_pids = nscope,
 				       .ring_bytes = ring_bytes(e),
@@ -613,6 +629,10 @@ int engine__start(struct engine *e)
 	if (!e->ld) {
 		pw_err("%s\n", why);
 		return -errno;
+	}
+	if (e->s.async && !(e->aw = async_watch__new(e->ld))) {
+		pw_err("out of memory\n");
+		return -ENOMEM;
 	}
 	/* read once pywalk's own programs are loaded: their frames are told apart by name */
 	if (e->s.kernel) {
@@ -796,6 +816,8 @@ int engine__run(struct engine *e, const struct engine_hook *hook)
 		if (now >= e->next_tick_ns)
 			e->next_tick_ns = discover__tick(e->disc, now);
 		release_gone(e, now, false);
+		if (e->aw)
+			async_watch__tick(e->aw, now);
 		if (e->off) {
 			err = offcpu__count_open(e->off, now, count_sample, e);
 			if (err) {

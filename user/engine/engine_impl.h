@@ -39,6 +39,7 @@ struct engine {
 	uint64_t next_agg_drain_ns;
 	uint32_t agg_draining;	/* the generation being drained */
 	struct gilstats *gil;	/* --gil-stats */
+	struct async_watch *aw; /* --async: which targets' task tables the sampler has */
 	struct xstack *xs;	/* --kernel, --native: stack records waiting for their sample */
 	struct kallsyms *ksyms; /* --kernel: names of kernel frames (NULL: unreadable) */
 	/* --mode gil: on-CPU samples not counted, of threads not holding the GIL and of

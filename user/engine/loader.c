@@ -156,6 +156,10 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	set_aggregate(ld, opts);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
 	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
+	ld->skel->rodata->async_wanted = opts->async;
+	bpf_map__set_max_entries(ld->skel->maps.async_procs, !opts->async      ? 1
+							     : opts->max_procs ? opts->max_procs
+									       : 4096);
 	err = pywalk_bpf__load(ld->skel);
 	if (err) {
 		set_why(why, why_size,
@@ -266,6 +270,21 @@ int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target)
 		return 0; /* gone already, or another lifetime of the PID: not ours */
 	if (bpf_map__delete_elem(ld->skel->maps.procs, &key, sizeof(key), 0) && errno != ENOENT)
 		return -errno;
+	/* --async: its table goes with it (a stale one would name another lifetime anyway) */
+	if (ld->skel->rodata->async_wanted &&
+	    bpf_map__delete_elem(ld->skel->maps.async_procs, &key, sizeof(key), 0) &&
+	    errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int loader__set_async(struct loader *ld, pid_t pid, const struct pw_async_off *o)
+{
+	__u32 key = (__u32)pid;
+
+	if (bpf_map__update_elem(ld->skel->maps.async_procs, &key, sizeof(key), o, sizeof(*o),
+				 BPF_ANY))
+		return errno == ENOSPC ? -E2BIG : -errno;
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct loader_opts {
 	bool gil;		 /* samples say whether their thread held the GIL */
 	bool kernel_stacks;	 /* --kernel: samples come after their kernel stack record */
 	uint32_t native_stack;	 /* --native: bytes of user stack each sample copies (0: off) */
+	bool async;		 /* --async: samples carry the running asyncio task's chain */
 	uint32_t aggregate_entries; /* its maps' keys per generation; 0: the default */
 	/* the sampler's events go on these processes' threads and what they start later
 	 * (perf_events.h), or on every CPU when none are given or they have too many */
@@ -59,6 +60,9 @@ void loader_mark_target(__u64 *bits, __u32 tgid);
 int loader__add_process(struct loader *ld, pid_t pid, const struct pw_proc *cfg);
 /* Stop sampling `pid` if its config is still that of `target` (0: whatever it is). */
 int loader__remove_process(struct loader *ld, pid_t pid, uint32_t target);
+/* --async: where process `pid`'s tasks are, once its program has imported asyncio
+ * (o->target names the lifetime). 0 or a negative errno. */
+int loader__set_async(struct loader *ld, pid_t pid, const struct pw_async_off *o);
 /* Report the execs and exit of `pid`, and with `children` follow its fork children alike,
  * whether or not it is sampled. */
 int loader__follow(struct loader *ld, pid_t pid, bool children);

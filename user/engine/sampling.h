@@ -36,6 +36,7 @@ struct cli_sampling {
 	enum cli_mode mode;
 	uint64_t min_block_ns; /* off-cpu/wall: shorter times off CPU are not counted */
 	bool kernel;	       /* --kernel: each stack ends in the kernel frames below it */
+	bool async;	       /* --async: a running asyncio task's chain in its thread's stack */
 	bool native;	       /* --native (CLI_NATIVE): native frames between the Python ones */
 	/* with --native: bytes of user stack each stack copies and unwinds (--native-stack,
 	 * else PW_USTACK_DEFAULT); 0 without */

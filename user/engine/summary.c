@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/async_watch.h"
 #include "engine/engine_impl.h"
 #include "engine/discover.h"
 #include "lib/log.h"
@@ -35,6 +36,11 @@ static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_BAD_FRAME] = "impossible owner, NULL code",
 	[PW_OUT_BAD_TLBC] = "free-threaded: instruction pointer in no copy of its code's bytecode",
 	[PW_OUT_KSTACK_FAULT] = "--kernel: bpf_get_stack failed; never shipped without it",
+	[PW_OUT_ASYNC_FAULT] = "--async: a task, its name or a coroutine could not be read",
+	[PW_OUT_ASYNC_LOOP] = "--async: a task awaited by a task of another event loop",
+	[PW_OUT_ASYNC_CYCLE] = "--async: tasks that await each other in a ring",
+	[PW_OUT_ASYNC_BOUND] = "--async: over 16 tasks, 256 coroutine frames or 1024 awaiters",
+	[PW_OUT_ASYNC_CHANGED] = "--async: the running task changed while it was read",
 };
 
 /* Reject reasons are the outcomes labelled so; a new reason added to PW_OUTCOMES is
@@ -261,6 +267,21 @@ void engine__print_details(struct engine *e, const struct engine_counts *c)
 			   (unsigned long long)ns->map_reloads, (unsigned long long)ns->stack_used,
 			   (double)ns->peak_bytes / (1 << 20),
 			   (unsigned long long)(ns->budget >> 20), (unsigned long long)ns->evicted);
+	}
+	if (e->aw) {
+		const struct async_watch_stats *as = async_watch__stats(e->aw);
+
+		log_printf(LOG_INFO,
+			   "pywalk: --async: %llu samples of a thread running a task, %llu in a "
+			   "task's step outside its coroutine (no chain), %llu of processes whose "
+			   "task table was not known (yet); task tables of %llu process%s found, "
+			   "%llu rejected; %llu process%s before 3.14 (no task table)\n",
+			   (unsigned long long)c->counters[PW_CNT_ASYNC_RUNNING],
+			   (unsigned long long)c->counters[PW_CNT_ASYNC_OUTSIDE],
+			   (unsigned long long)c->counters[PW_CNT_ASYNC_UNKNOWN],
+			   (unsigned long long)as->found, as->found == 1 ? "" : "es",
+			   (unsigned long long)as->rejected, (unsigned long long)as->too_old,
+			   as->too_old == 1 ? "" : "es");
 	}
 	if (profile__timeline_dropped(e->prof))
 		pw_warn("%llu samples are counted but not in the timeline: it keeps %zu MiB of "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Record -> symbolized, interned stack. Per record: no allocation once the caches are warm,
  * and a syscall only on a symbol or thread-name cache miss. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,8 @@ struct profile {
 
 	/* Python frames, kernel frames and an off-CPU stack's pseudo-frame */
 	uint32_t ids[PW_MAX_FRAMES_CAP + PW_KSTACK_MAX + 1];
+	/* --async: a record's frames in the order they are counted (async_order) */
+	uint32_t order[PW_MAX_FRAMES_CAP];
 	uint64_t block_fid[PW_BLOCK__COUNT]; /* agg frame id + 1 of each, 0: none yet */
 	/* --native: which Python frames start an eval activation, and the merged stack */
 	bool entry[PW_MAX_FRAMES_CAP];
@@ -618,12 +621,87 @@ static int merge_native(struct profile *p, const struct native_stack *ns, uint32
 	return 0;
 }
 
+/* --async: the order a sample's frames are counted in, root first, as indexes into its
+ * frames (leaf first). The record holds the running task's frames (the thread's own, leaf
+ * first), the task's mark, then each awaiting task's coroutine frames as they were read
+ * (outermost first) and its mark, then the thread's frames below the task; counted root
+ * first that is the thread's frames, then for each task from the outermost its mark and
+ * its frames outermost first. Returns the number of marks, or -1 when the marks do not
+ * name the sample's task list in order (`tasks`, ntasks entries after the frames). */
+static int async_order(const struct pw_frame *f, uint32_t n, const struct pw_task_name *tasks,
+		       uint32_t ntasks, uint32_t *order)
+{
+	uint32_t k = 0, marks = 0;
+	int64_t i = (int64_t)n - 1;
+
+	while (i >= 0 && f[i].instr != PW_INSTR_TASK)
+		order[k++] = (uint32_t)i--;
+	while (i >= 0) {
+		int64_t j = i - 1;
+
+		/* marks go from the outermost task (the last in the list) to the running one */
+		if (f[i].tag >= ntasks || f[i].tag != ntasks - 1 - marks ||
+		    tasks[f[i].tag].task != f[i].code)
+			return -1;
+		marks++;
+		order[k++] = (uint32_t)i;
+		while (j >= 0 && f[j].instr != PW_INSTR_TASK)
+			j--;
+		if (j < 0) {
+			/* the running task: its frames are the thread's, leaf first */
+			for (int64_t x = i - 1; x >= 0; x--)
+				order[k++] = (uint32_t)x;
+		} else {
+			for (int64_t x = j + 1; x < i; x++)
+				order[k++] = (uint32_t)x;
+		}
+		i = j;
+	}
+	return marks == ntasks ? (int)marks : -1;
+}
+
+/* The label of a task mark: "[task NAME]", and " (+N awaiting)" after it when other tasks
+ * await it too (the chain followed one of them). The name is the target's: cut to what
+ * the sample carried and marked, escaped by every writer as any name. */
+static int64_t task_frame(struct profile *p, const struct pw_task_name *t)
+{
+	char *name = NULL, *label = NULL;
+	int64_t func;
+
+	if (t->kind == PW_TASK_NAME_INT) {
+		if (asprintf(&name, "Task-%s%llu", t->negative ? "-" : "",
+			     (unsigned long long)t->value) < 0)
+			name = NULL;
+	} else if (t->kind == 1 || t->kind == 2 || t->kind == 4) {
+		uint32_t have = PW_TASK_NAME_MAX / t->kind;
+		uint32_t n = t->length < have ? t->length : have;
+
+		name = symtab_decode_str(t->data, n, t->kind, t->length > n);
+	} else {
+		name = strdup("?");
+	}
+	if (!name)
+		return -ENOMEM;
+	if ((t->awaiters ? asprintf(&label, "[task %s] (+%u awaiting)", name, t->awaiters)
+			 : asprintf(&label, "[task %s]", name)) < 0)
+		label = NULL;
+	free(name);
+	if (!label)
+		return -ENOMEM;
+	func = symtab__pseudo_func(p->symtab, label);
+	free(label);
+	if (func < 0)
+		return func;
+	return agg__frame_id(p->agg, (uint32_t)func, 0);
+}
+
 static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t size,
 		      const struct native_stack *ns)
 {
-	uint32_t *ids = p->ids;
+	uint32_t *ids = p->ids, *order = NULL;
 	bool entry = false;
 	const struct pw_frame *frames;
+	const struct pw_task_name *tasks = NULL;
 	struct xstack_parts parts;
 	struct symtab_target st;
 	int64_t proc;
@@ -654,11 +732,37 @@ static int add_sample(struct profile *p, const struct pw_sample_hdr *h, size_t s
 	}
 	st = symtab_target_of(proc_at(p, (size_t)proc));
 	frames = (const struct pw_frame *)(h + 1);
+	if (h->flags & PW_SF_ASYNC) {
+		/* --async: the task list follows the frames; each mark names one of it */
+		size_t at = sizeof(*h) + (size_t)h->nframes * sizeof(struct pw_frame);
+		uint32_t ntasks = 0;
+
+		for (uint32_t i = 0; i < h->nframes; i++)
+			ntasks += frames[i].instr == PW_INSTR_TASK;
+		tasks = (const struct pw_task_name *)(frames + h->nframes);
+		if (!ntasks || ntasks > PW_ASYNC_MAX_TASKS ||
+		    parts.sample_size < at + ntasks * sizeof(*tasks) ||
+		    async_order(frames, h->nframes, tasks, ntasks, p->order) < 0) {
+			p->drops.n[PROFILE_DROP_MALFORMED]++;
+			return 0;
+		}
+		order = p->order;
+	}
 	/* the record is leaf first; stacks are interned root first */
-	for (uint32_t i = h->nframes; i-- > 0;) {
-		int64_t sym = symtab__resolve(p->symtab, &st, frames[i].code & ~PW_FRAME_ENTRY,
-					      frames[i].tag);
-		int64_t fid;
+	for (uint32_t k = 0; k < h->nframes; k++) {
+		uint32_t i = order ? order[k] : h->nframes - 1 - k;
+		int64_t sym, fid;
+
+		if (order && frames[i].instr == PW_INSTR_TASK) {
+			fid = task_frame(p, &tasks[frames[i].tag]);
+			if (fid < 0)
+				return (int)fid;
+			p->entry[n] = false;
+			p->ids[n++] = (uint32_t)fid;
+			continue;
+		}
+		sym = symtab__resolve(p->symtab, &st, frames[i].code & ~PW_FRAME_ENTRY,
+				      frames[i].tag);
 
 		entry |= (frames[i].code & PW_FRAME_ENTRY) != 0;
 

@@ -40,20 +40,11 @@ static int read_target(void *dst, uint32_t size, uint64_t addr)
 #define TPF_UNICODE (1ull << 28)
 #define OWNER_GENERATOR 1
 
-/* Py_AsyncioModuleDebugOffsets: 13 words in 3.14 and 3.15 */
-struct aio_table {
-	uint64_t task_size, task_name, task_awaited_by, task_is_task, task_awaited_by_is_set,
-		task_coro, task_node;
-	uint64_t interp_size, interp_tasks_head;
-	uint64_t ts_size, ts_running_loop, ts_running_task, ts_tasks_head;
-};
-_Static_assert(sizeof(struct aio_table) == 104, "Py_AsyncioModuleDebugOffsets is 13 words");
-
 struct reader {
 	const struct target *t;
 	struct pw_proc cfg;
 	const struct py_asynclayout *lay;
-	struct aio_table tab;
+	struct async_table tab;
 	uint8_t *task_img; /* tab.task_size bytes */
 	uint32_t max_frames;
 	struct pw_walkmem *mem;
@@ -77,7 +68,7 @@ static int rd64(uint64_t addr, uint64_t *v)
 }
 
 /* A table whose sizes no interpreter has: each field must lie inside its object. */
-static const char *table_problem(const struct aio_table *a)
+static const char *table_problem(const struct async_table *a)
 {
 	if (a->task_size < 64 || a->task_size > ASYNC_MAX_TASK_SIZE)
 		return "task object size";
@@ -105,21 +96,20 @@ static bool is_asyncio_module(const char *path)
 	return !strncmp(base, "_asyncio.", 9) && strstr(base, ".so");
 }
 
-/* The table of the first mapped file that has one with possible sizes; the others with
- * impossible sizes are counted. */
-static void find_table(struct reader *r, struct async_tasks *out)
+enum async_status async_table_find(pid_t pid, const char *binary, struct async_table *found,
+				   char *why, size_t why_size, unsigned int *rejected_count)
 {
 	struct proc_maps maps = { 0 };
-	struct aio_table tab;
+	struct async_table tab;
 	const char *rejected = NULL;
-	int err = proc_read_maps(r->t->pid, &maps);
+	enum async_status status = ASYNC_NOT_IMPORTED;
+	int err = proc_read_maps(pid, &maps);
 
-	out->status = ASYNC_NOT_IMPORTED;
+	if (why_size)
+		why[0] = 0;
 	if (err) {
-		out->status = ASYNC_UNREADABLE;
-		snprintf(out->why, sizeof(out->why), "cannot read its memory map: %s",
-			 strerror(-err));
-		return;
+		snprintf(why, why_size, "cannot read its memory map: %s", strerror(-err));
+		return ASYNC_UNREADABLE;
 	}
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct proc_map *m = &maps.maps[i];
@@ -128,9 +118,9 @@ static void find_table(struct reader *r, struct async_tasks *out)
 		int fd;
 
 		if (!m->path || m->offset || !m->inode ||
-		    (!is_asyncio_module(m->path) && strcmp(m->path, r->t->binary)))
+		    (!is_asyncio_module(m->path) && strcmp(m->path, binary)))
 			continue;
-		fd = proc_open_mapped_file(r->t->pid, m);
+		fd = proc_open_mapped_file(pid, m);
 		if (fd < 0)
 			continue;
 		err = elf_find_section(fd, ".AsyncioDebug", &sec);
@@ -138,34 +128,36 @@ static void find_table(struct reader *r, struct async_tasks *out)
 		if (err || sec.size < sizeof(tab))
 			continue;
 		bias = sec.is_dyn ? m->start - sec.first_load_vaddr : 0;
-		if (read_target(&tab, sizeof(tab), bias + sec.vaddr)) {
-			if (out->status != ASYNC_OK) {
-				out->status = ASYNC_UNREADABLE;
-				snprintf(out->why, sizeof(out->why),
-					 "cannot read the asyncio table of %s", m->path);
+		if (proc_read_mem(pid, bias + sec.vaddr, &tab, sizeof(tab))) {
+			if (status != ASYNC_OK) {
+				status = ASYNC_UNREADABLE;
+				snprintf(why, why_size, "cannot read the asyncio table of %s",
+					 m->path);
 			}
 			continue;
 		}
 		/* every table is looked at, so that each forged one is counted */
 		rejected = table_problem(&tab);
 		if (rejected) {
-			out->tables_rejected++;
-			if (out->status != ASYNC_OK) {
-				out->status = ASYNC_BAD_TABLE;
-				snprintf(out->why, sizeof(out->why),
+			if (rejected_count)
+				(*rejected_count)++;
+			if (status != ASYNC_OK) {
+				status = ASYNC_BAD_TABLE;
+				snprintf(why, why_size,
 					 "the asyncio table in %s is rejected: impossible %s",
 					 m->path, rejected);
 			}
 			continue;
 		}
-		if (out->status == ASYNC_OK)
+		if (status == ASYNC_OK)
 			continue;
-		r->tab = tab;
-		snprintf(out->table_file, sizeof(out->table_file), "%s", m->path);
-		out->status = ASYNC_OK;
-		out->why[0] = 0;
+		*found = tab;
+		/* the file it came from, for the user */
+		snprintf(why, why_size, "%s", m->path);
+		status = ASYNC_OK;
 	}
 	proc_maps_free(&maps);
+	return status;
 }
 
 /* The type flags of the object at `obj`. */
@@ -525,9 +517,12 @@ int async_tasks_read(const struct target *t, uint32_t max_depth, struct async_ta
 	}
 	reading_pid = t->pid;
 	reads_left = ASYNC_MAX_READS;
-	find_table(&r, out);
+	out->status = async_table_find(t->pid, t->binary, &r.tab, out->why, sizeof(out->why),
+				       &out->tables_rejected);
 	if (out->status != ASYNC_OK)
 		return 0;
+	snprintf(out->table_file, sizeof(out->table_file), "%s", out->why);
+	out->why[0] = 0;
 	r.max_frames = max_depth && max_depth < ASYNC_MAX_FRAMES ? max_depth : ASYNC_MAX_FRAMES;
 	r.task_img = calloc(1, r.tab.task_size);
 	r.mem = calloc(1, sizeof(*r.mem));
@@ -585,4 +580,80 @@ void async_tasks_free(struct async_tasks *a)
 	}
 	free(a->tasks);
 	memset(a, 0, sizeof(*a));
+}
+
+/* An offset the sampler reads at: it must lie, with `size` bytes, below `limit`. */
+static bool fits(uint64_t off, unsigned int size, unsigned int limit)
+{
+	return off <= limit && size <= limit - off;
+}
+
+int async_sampler_offsets(const struct async_table *tab, const struct py_version *ver,
+			  uint32_t target, struct pw_async_off *o, char *why, size_t why_size)
+{
+	const struct py_asynclayout *a = &ver->aio;
+	const struct py_objlayout *ob = &ver->obj;
+	const struct pw_offsets *fo = &ver->cfg.off;
+	/* where the task's fields end: the pointers, then the two flags (chars) */
+	uint64_t ends[] = { tab->task_name + 8, tab->task_awaited_by + 8, tab->task_coro + 8,
+			    tab->task_is_task + 1, tab->task_awaited_by_is_set + 1 };
+	uint64_t task_read = 0, frame_span, gen_read;
+	const char *bad = table_problem(tab);
+
+	memset(o, 0, sizeof(*o));
+	if (!bad && !a->present)
+		bad = "interpreter layout (no generator offsets)";
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		if (ends[i] > task_read)
+			task_read = ends[i];
+	frame_span = fo->frame_read_size > a->frame_stackpointer + 8u ? fo->frame_read_size
+								      : a->frame_stackpointer + 8u;
+	gen_read = a->gen_iframe + frame_span;
+	if (gen_read < a->gen_frame_state + 1u)
+		gen_read = a->gen_frame_state + 1u;
+	if (!bad && (task_read > PW_ASYNC_TASK_READ || ob->ob_type + 16u > tab->task_name))
+		bad = "task object (its fields lie past what a sample reads)";
+	if (!bad && (gen_read > PW_ASYNC_GEN_READ || a->gen_iframe >= PW_ASYNC_GEN_READ ||
+		     frame_span > PW_FRAME_READ_MAX))
+		bad = "coroutine object (its frame lies past what a sample reads)";
+	/* a task name's object head (64 bytes) holds its type, length, state and digits */
+	if (!bad && !(fits(ob->ob_type, 8, 64) && fits(ob->str_length, 8, 64) &&
+		      fits(ob->str_state, 4, 64) && fits(a->long_lv_tag, 8, 64) &&
+		      fits(a->long_digit, 8, 64)))
+		bad = "str or int object";
+	if (!bad && (tab->ts_running_loop > 0xfff8 || tab->ts_running_task > 0xfff8 ||
+		     a->tp_flags > 0xfff8 || a->set_used > 0xfff8 || a->set_mask > 0xfff8 ||
+		     a->set_table > 0xfff8))
+		bad = "thread state or set object";
+	if (bad) {
+		snprintf(why, why_size, "the asyncio table does not fit the sampler: %s", bad);
+		return -EPROTO;
+	}
+	o->target = target;
+	o->ts_running_loop = (uint16_t)tab->ts_running_loop;
+	o->ts_running_task = (uint16_t)tab->ts_running_task;
+	o->task_read = (uint16_t)task_read;
+	o->task_loop = (uint16_t)(ob->ob_type + 8);
+	o->task_name = (uint16_t)tab->task_name;
+	o->task_awaited_by = (uint16_t)tab->task_awaited_by;
+	o->task_is_task = (uint16_t)tab->task_is_task;
+	o->task_awaited_by_is_set = (uint16_t)tab->task_awaited_by_is_set;
+	o->task_coro = (uint16_t)tab->task_coro;
+	o->ob_type = ob->ob_type;
+	o->tp_flags = a->tp_flags;
+	o->long_lv_tag = a->long_lv_tag;
+	o->long_digit = a->long_digit;
+	o->gen_iframe = a->gen_iframe;
+	o->gen_frame_state = a->gen_frame_state;
+	o->gen_read = (uint16_t)gen_read;
+	o->frame_stackpointer = a->frame_stackpointer;
+	o->set_used = a->set_used;
+	o->set_mask = a->set_mask;
+	o->set_table = a->set_table;
+	o->fs_yield_from = a->fs_yield_from;
+	o->fs_yield_from_locked = a->fs_yield_from_locked;
+	o->fs_finished = a->fs_finished;
+	o->await_slot = a->await_slot;
+	o->owner_generator = OWNER_GENERATOR;
+	return 0;
 }

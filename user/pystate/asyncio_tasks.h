@@ -55,7 +55,7 @@ enum async_status {
 struct async_tasks {
 	enum async_status status;
 	char why[512];		      /* a sentence for the user when status is not ASYNC_OK */
-	char table_file[256];	      /* the file the table was taken from */
+	char table_file[512];	      /* the file the table was taken from */
 	unsigned int tables_rejected; /* tables found with impossible sizes */
 	struct async_task *tasks;     /* ntasks read in full */
 	size_t ntasks;
@@ -63,6 +63,28 @@ struct async_tasks {
 	bool list_cut;	   /* a list went on past ASYNC_MAX_LISTED, or did not end */
 	size_t unreadable; /* tasks of the lists that could not be read */
 };
+
+/* Py_AsyncioModuleDebugOffsets: 13 words in 3.14 and 3.15 */
+struct async_table {
+	uint64_t task_size, task_name, task_awaited_by, task_is_task, task_awaited_by_is_set,
+		task_coro, task_node;
+	uint64_t interp_size, interp_tasks_head;
+	uint64_t ts_size, ts_running_loop, ts_running_task, ts_tasks_head;
+};
+_Static_assert(sizeof(struct async_table) == 104, "Py_AsyncioModuleDebugOffsets is 13 words");
+
+/* The table of process `pid` (`binary`: the file holding its interpreter, which has it when
+ * _asyncio is built in) as its maps show it now: ASYNC_OK with *tab set and the file it
+ * came from in `why`, or why not (ASYNC_NOT_IMPORTED, ASYNC_BAD_TABLE, ASYNC_UNREADABLE),
+ * said in `why`. Each table with impossible sizes adds one to *rejected (may be NULL). */
+enum async_status async_table_find(pid_t pid, const char *binary, struct async_table *tab,
+				   char *why, size_t why_size, unsigned int *rejected);
+
+/* The sampler's offsets (--async) of a process of version `ver` whose table is `tab`, for
+ * its lifetime `target`. 0, or -EPROTO with the reason in `why` when the layouts do not
+ * fit what the sampler reads. */
+int async_sampler_offsets(const struct async_table *tab, const struct py_version *ver,
+			  uint32_t target, struct pw_async_off *o, char *why, size_t why_size);
 
 /* Find the table of target `t` now (it appears once the program imports asyncio). */
 int async_tasks_read(const struct target *t, uint32_t max_depth, struct async_tasks *out);
