@@ -682,6 +682,18 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 				.backoff_max_s = 60,
 				.flush_timeout_s =
 					c->flush_timeout_s > 0 ? c->flush_timeout_s : 10 };
+	/* in the order their metrics are listed, after the export directory's */
+	const struct {
+		const char *url, *tenant; /* --tenant is Pyroscope's */
+		struct sink *(*start)(const struct http_sink_opts *o, const struct sink_opts *opts,
+				      char *why, size_t why_size);
+		const char *what; /* the error's start when it cannot */
+	} http_sinks[] = {
+		{ c->pyroscope, c->pyroscope_tenant, sink_pyroscope_new,
+		  "cannot send to Pyroscope" },
+		{ c->parca, NULL, sink_parca_new, "cannot send to Parca" },
+		{ c->otlp, NULL, sink_otlp_new, "cannot send OTLP profiles" },
+	};
 	struct serve_ops sops = { .metrics = on_metrics, .pull = on_pull };
 	struct agent *a = calloc(1, sizeof(*a));
 	char why[512] = "";
@@ -713,32 +725,14 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 						   c->keep_bytes, &so, why, sizeof(why)),
 				      "cannot export to a directory", why))
 		goto fail;
-	if (c->pyroscope || c->parca) {
-		struct http_sink_opts ho = { .tenant = c->pyroscope_tenant,
+	for (size_t i = 0; i < ARRAY_SIZE(http_sinks); i++) {
+		struct http_sink_opts ho = { .url = http_sinks[i].url,
+					     .tenant = http_sinks[i].tenant,
 					     .basic_auth_file = c->basic_auth_file,
 					     .token_file = c->token_file };
 
-		if (c->pyroscope) {
-			ho.url = c->pyroscope;
-			if (add_sink(a, sink_pyroscope_new(&ho, &so, why, sizeof(why)),
-				     "cannot send to Pyroscope", why))
-				goto fail;
-		}
-		if (c->parca) {
-			ho.url = c->parca;
-			ho.tenant = NULL;
-			if (add_sink(a, sink_parca_new(&ho, &so, why, sizeof(why)),
-				     "cannot send to Parca", why))
-				goto fail;
-		}
-	}
-	if (c->otlp) {
-		struct http_sink_opts ho = { .url = c->otlp,
-					     .basic_auth_file = c->basic_auth_file,
-					     .token_file = c->token_file };
-
-		if (add_sink(a, sink_otlp_new(&ho, &so, why, sizeof(why)),
-			     "cannot send OTLP profiles", why))
+		if (ho.url && add_sink(a, http_sinks[i].start(&ho, &so, why, sizeof(why)),
+				       http_sinks[i].what, why))
 			goto fail;
 	}
 	if (c->metrics) {
