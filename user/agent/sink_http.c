@@ -18,7 +18,7 @@
 #include "agent/sinks.h"
 
 struct http_sink {
-	char url[2048]; /* base URL, no trailing '/' */
+	char url[2048 + 1]; /* base URL, no trailing '/' */
 	char tenant[256];
 	struct http_auth auth;
 	struct http_client *http;
@@ -185,6 +185,14 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 
 	if (http_check_url(o->url, why, why_size))
 		return NULL;
+	len = strlen(o->url);
+	while (len && o->url[len - 1] == '/')
+		len--;
+	/* cut to fit, it would name another endpoint: refused, as the OTLP sink does */
+	if (len >= sizeof(h->url)) {
+		snprintf(why, why_size, "the URL is longer than %zu bytes", sizeof(h->url) - 1);
+		return NULL;
+	}
 	if (o->tenant && !valid_tenant(o->tenant)) {
 		snprintf(why, why_size,
 			 "--tenant '%.150s': a tenant ID is 1-150 characters of A-Z a-z 0-9 "
@@ -197,10 +205,7 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 		snprintf(why, why_size, "out of memory");
 		return NULL;
 	}
-	snprintf(h->url, sizeof(h->url), "%s", o->url);
-	len = strlen(h->url);
-	while (len && h->url[len - 1] == '/')
-		h->url[--len] = 0;
+	snprintf(h->url, sizeof(h->url), "%.*s", (int)len, o->url);
 	if (o->tenant)
 		snprintf(h->tenant, sizeof(h->tenant), "%s", o->tenant);
 	if (http_auth_load(&h->auth, o->basic_auth_file, o->token_file, why, why_size)) {
