@@ -181,6 +181,7 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 				  const struct sink_opts *opts, char *why, size_t why_size)
 {
 	struct http_sink *h;
+	struct sink *sink;
 	size_t len;
 
 	if (http_check_url(o->url, why, why_size))
@@ -218,7 +219,11 @@ static struct sink *http_sink_new(const struct sink_ops *ops, const struct http_
 		http_sink_free(h);
 		return NULL;
 	}
-	return sink__new(ops->kind, ops, h, opts);
+	/* sink__new frees h when it fails */
+	sink = sink__new(ops->kind, ops, h, opts);
+	if (!sink)
+		snprintf(why, why_size, "cannot start the sink's thread");
+	return sink;
 }
 
 struct sink *sink_pyroscope_new(const struct http_sink_opts *o, const struct sink_opts *opts,
