@@ -421,11 +421,83 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Every sink's name and counts, each read once: the families written from them agree with
+ * each other (a latency sum and its count from the same instant). */
+static void snapshot_sinks(struct agent *a, struct agent_totals *t)
+{
+	t->nsinks = a->nsinks;
+	for (size_t i = 0; i < a->nsinks; i++) {
+		snprintf(t->sink_names[i], sizeof(t->sink_names[i]), "%s", sink__name(a->sinks[i]));
+		sink__stats(a->sinks[i], &t->sinks[i]);
+	}
+}
+
+/* The counts of a sink's that the export families show. */
+enum export_count { EXPORTED, REJECTED, DROPPED, FAILED_ATTEMPTS, QUEUED_BYTES, LATENCY_SUM };
+
+/* The export families: each writes, sink after sink, its samples in the order given. */
+static const struct export_family {
+	const char *name, *type, *help;
+	struct export_sample {
+		const char *name;   /* the family's, or a summary's _sum and _count */
+		const char *result; /* the value of a "result" label, NULL: no such label */
+		enum export_count count;
+	} samples[3]; /* up to the first without a name */
+} export_families[] = {
+	{ "pywalk_export_profiles_total",
+	  "counter",
+	  "Profiles per sink, by result.",
+	  { { "pywalk_export_profiles_total", "exported", EXPORTED },
+	    { "pywalk_export_profiles_total", "rejected", REJECTED },
+	    { "pywalk_export_profiles_total", "dropped", DROPPED } } },
+	{ "pywalk_export_failed_attempts_total",
+	  "counter",
+	  "Delivery attempts that failed and were retried.",
+	  { { "pywalk_export_failed_attempts_total", NULL, FAILED_ATTEMPTS } } },
+	{ "pywalk_export_queue_bytes",
+	  "gauge",
+	  "Bytes waiting in a sink's queue.",
+	  { { "pywalk_export_queue_bytes", NULL, QUEUED_BYTES } } },
+	{ "pywalk_export_latency_seconds",
+	  "summary",
+	  "Time to deliver a profile, by sink.",
+	  { { "pywalk_export_latency_seconds_sum", NULL, LATENCY_SUM },
+	    { "pywalk_export_latency_seconds_count", NULL, EXPORTED } } },
+};
+
+static void render_export_metrics(struct strbuf *sb, const struct agent_totals *t)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(export_families); f++) {
+		const struct export_family *fam = &export_families[f];
+
+		metrics_family(sb, fam->name, fam->type, fam->help);
+		for (size_t i = 0; i < t->nsinks; i++) {
+			const struct sink_stats *st = &t->sinks[i];
+			const double counts[] = { [EXPORTED] = (double)st->exported,
+						  [REJECTED] = (double)st->rejected,
+						  [DROPPED] = (double)st->dropped,
+						  [FAILED_ATTEMPTS] = (double)st->failed_attempts,
+						  [QUEUED_BYTES] = (double)st->queued_bytes,
+						  [LATENCY_SUM] = st->latency_sum_s };
+			const struct export_sample *smp = fam->samples;
+
+			for (; smp < fam->samples + ARRAY_SIZE(fam->samples) && smp->name; smp++) {
+				const char *result_key = smp->result ? "result" : NULL;
+				const char *l[] = { "sink", t->sink_names[i], result_key,
+						    smp->result, NULL };
+
+				metrics_sample(sb, smp->name, l, counts[smp->count]);
+			}
+		}
+	}
+}
+
 static int render_metrics(struct agent *a, struct strbuf *sb)
 {
 	const struct discover_stats *ds = discover__stats(engine__discover(a->e));
 	const struct symtab_stats *ss = profile__symtab_stats(engine__profile(a->e));
 	struct profile_drops drops = a->drops;
+	struct agent_totals sinks;
 	struct engine_counts c;
 	struct rusage ru;
 	char v[64];
@@ -512,53 +584,8 @@ static int render_metrics(struct agent *a, struct strbuf *sb)
 		    "Profiles made from closed windows (one per process).", (double)a->profiles);
 	metrics_one(sb, "pywalk_window_profile_bytes_total", "counter",
 		    "Bytes of those profiles (gzipped pprof).", (double)a->profile_bytes);
-	metrics_family(sb, "pywalk_export_profiles_total", "counter",
-		       "Profiles per sink, by result.");
-	for (size_t i = 0; i < a->nsinks; i++) {
-		struct sink_stats st;
-		const char *results[] = { "exported", "rejected", "dropped" };
-		uint64_t vals[3];
-
-		sink__stats(a->sinks[i], &st);
-		vals[0] = st.exported;
-		vals[1] = st.rejected;
-		vals[2] = st.dropped;
-		for (int k = 0; k < 3; k++) {
-			const char *l[] = { "sink", sink__name(a->sinks[i]), "result", results[k],
-					    NULL };
-
-			metrics_sample(sb, "pywalk_export_profiles_total", l, (double)vals[k]);
-		}
-	}
-	metrics_family(sb, "pywalk_export_failed_attempts_total", "counter",
-		       "Delivery attempts that failed and were retried.");
-	for (size_t i = 0; i < a->nsinks; i++) {
-		struct sink_stats st;
-		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
-
-		sink__stats(a->sinks[i], &st);
-		metrics_sample(sb, "pywalk_export_failed_attempts_total", l,
-			       (double)st.failed_attempts);
-	}
-	metrics_family(sb, "pywalk_export_queue_bytes", "gauge",
-		       "Bytes waiting in a sink's queue.");
-	for (size_t i = 0; i < a->nsinks; i++) {
-		struct sink_stats st;
-		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
-
-		sink__stats(a->sinks[i], &st);
-		metrics_sample(sb, "pywalk_export_queue_bytes", l, (double)st.queued_bytes);
-	}
-	metrics_family(sb, "pywalk_export_latency_seconds", "summary",
-		       "Time to deliver a profile, by sink.");
-	for (size_t i = 0; i < a->nsinks; i++) {
-		struct sink_stats st;
-		const char *l[] = { "sink", sink__name(a->sinks[i]), NULL };
-
-		sink__stats(a->sinks[i], &st);
-		metrics_sample(sb, "pywalk_export_latency_seconds_sum", l, st.latency_sum_s);
-		metrics_sample(sb, "pywalk_export_latency_seconds_count", l, (double)st.exported);
-	}
+	snapshot_sinks(a, &sinks);
+	render_export_metrics(sb, &sinks);
 	getrusage(RUSAGE_SELF, &ru);
 	metrics_one(sb, "process_cpu_seconds_total", "counter",
 		    "User and system CPU time of the agent.",
@@ -628,13 +655,9 @@ void agent__totals(struct agent *a, struct agent_totals *t)
 	t->profile_bytes = a->profile_bytes;
 	t->encode_failures = a->encode_failures;
 	t->drops = a->drops;
-	t->nsinks = a->nsinks;
 	for (int i = 0; i < SERVE_REFUSAL__COUNT; i++)
 		t->listener_refused[i] = a->listener_refused[i] + serve__refused(a->srv, i);
-	for (size_t i = 0; i < a->nsinks; i++) {
-		snprintf(t->sink_names[i], sizeof(t->sink_names[i]), "%s", sink__name(a->sinks[i]));
-		sink__stats(a->sinks[i], &t->sinks[i]);
-	}
+	snapshot_sinks(a, t);
 }
 
 void agent__carry(struct agent *a, const struct agent_totals *t)
@@ -659,6 +682,18 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 				.backoff_max_s = 60,
 				.flush_timeout_s =
 					c->flush_timeout_s > 0 ? c->flush_timeout_s : 10 };
+	/* in the order their metrics are listed, after the export directory's */
+	const struct {
+		const char *url, *tenant; /* --tenant is Pyroscope's */
+		struct sink *(*start)(const struct http_sink_opts *o, const struct sink_opts *opts,
+				      char *why, size_t why_size);
+		const char *what; /* the error's start when it cannot */
+	} http_sinks[] = {
+		{ c->pyroscope, c->pyroscope_tenant, sink_pyroscope_new,
+		  "cannot send to Pyroscope" },
+		{ c->parca, NULL, sink_parca_new, "cannot send to Parca" },
+		{ c->otlp, NULL, sink_otlp_new, "cannot send OTLP profiles" },
+	};
 	struct serve_ops sops = { .metrics = on_metrics, .pull = on_pull };
 	struct agent *a = calloc(1, sizeof(*a));
 	char why[512] = "";
@@ -690,32 +725,14 @@ struct agent *agent__new(const struct agent_config *c, struct engine *e)
 						   c->keep_bytes, &so, why, sizeof(why)),
 				      "cannot export to a directory", why))
 		goto fail;
-	if (c->pyroscope || c->parca) {
-		struct http_sink_opts ho = { .tenant = c->pyroscope_tenant,
+	for (size_t i = 0; i < ARRAY_SIZE(http_sinks); i++) {
+		struct http_sink_opts ho = { .url = http_sinks[i].url,
+					     .tenant = http_sinks[i].tenant,
 					     .basic_auth_file = c->basic_auth_file,
 					     .token_file = c->token_file };
 
-		if (c->pyroscope) {
-			ho.url = c->pyroscope;
-			if (add_sink(a, sink_pyroscope_new(&ho, &so, why, sizeof(why)),
-				     "cannot send to Pyroscope", why))
-				goto fail;
-		}
-		if (c->parca) {
-			ho.url = c->parca;
-			ho.tenant = NULL;
-			if (add_sink(a, sink_parca_new(&ho, &so, why, sizeof(why)),
-				     "cannot send to Parca", why))
-				goto fail;
-		}
-	}
-	if (c->otlp) {
-		struct http_sink_opts ho = { .url = c->otlp,
-					     .basic_auth_file = c->basic_auth_file,
-					     .token_file = c->token_file };
-
-		if (add_sink(a, sink_otlp_new(&ho, &so, why, sizeof(why)),
-			     "cannot send OTLP profiles", why))
+		if (ho.url && add_sink(a, http_sinks[i].start(&ho, &so, why, sizeof(why)),
+				       http_sinks[i].what, why))
 			goto fail;
 	}
 	if (c->metrics) {

@@ -13,49 +13,28 @@
  * that predates the header ignores it, and one built on a release before v1.10.0 reads
  * Sample's fields under other numbers: that skew cannot be detected from here.
  *
- * Credentials as the other HTTP sinks (basic or bearer, from files). A request over
+ * URL checks and credentials as the other HTTP sinks (sink_http.c). A request over
  * 64 MiB is not sent: that is the limit the protocol recommends receivers enforce, and a
  * larger body would only be refused after the transfer. */
 #define _GNU_SOURCE
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "agent/http.h"
-#include "agent/sinks.h"
+#include "agent/sink_http.h"
 
 #define OTLP_PATH "/v1development/profiles"
 /* The profiles development version of the schema out_otlp.c writes (v1.11.0). */
 #define OTLP_PROFILES_VERSION "1"
 #define OTLP_MAX_REQUEST ((size_t)64 << 20)
 
-struct otlp_sink {
-	char url[2048 + sizeof(OTLP_PATH)]; /* the full endpoint */
-	struct http_auth auth;
-	struct http_client *http;
-};
-
-static void otlp_sink_free(void *ctx)
-{
-	struct otlp_sink *s = ctx;
-
-	if (!s)
-		return;
-	http_client__free(s->http);
-	http_auth_free(&s->auth);
-	free(s);
-}
-
 static enum export_result otlp_deliver(void *ctx, const struct export_item *it, char *why,
 				       size_t why_size)
 {
-	struct otlp_sink *s = ctx;
+	struct http_sink *h = ctx;
 	struct http_request r = {
-		.url = s->url,
+		.url = h->url,
 		.content_type = "application/x-protobuf",
 		.body = it->otlp,
 		.len = it->otlp_len,
-		.headers = { "OTLP-Profiles-Development-Version: " OTLP_PROFILES_VERSION },
 	};
 
 	if (!it->otlp) {
@@ -67,59 +46,22 @@ static enum export_result otlp_deliver(void *ctx, const struct export_item *it, 
 			 it->otlp_len, OTLP_MAX_REQUEST >> 20);
 		return EXPORT_REJECT;
 	}
-	return http_client__post(s->http, &r, why, why_size);
+	return http_sink_post(h, &r, why, why_size);
 }
 
-static const struct sink_ops otlp_ops = {
-	.kind = "otlp",
-	.deliver = otlp_deliver,
-	.free = otlp_sink_free,
-	.needs_otlp = true,
+/* A base URL gets the signal's path, as OTLP exporters do with an endpoint; a URL that
+ * already ends in it is taken as it is. */
+static const struct http_backend otlp = {
+	.ops = { .kind = "otlp",
+		 .deliver = otlp_deliver,
+		 .free = http_sink_free,
+		 .needs_otlp = true },
+	.path = OTLP_PATH,
+	.header = "OTLP-Profiles-Development-Version: " OTLP_PROFILES_VERSION,
 };
 
 struct sink *sink_otlp_new(const struct http_sink_opts *o, const struct sink_opts *opts, char *why,
 			   size_t why_size)
 {
-	struct otlp_sink *s;
-	struct sink *sink;
-	size_t len;
-
-	/* the check every HTTP sink makes: a host, no credentials, no query or fragment */
-	if (http_check_url(o->url, why, why_size))
-		return NULL;
-	len = strlen(o->url);
-	while (len && o->url[len - 1] == '/')
-		len--;
-	if (len > sizeof(s->url) - sizeof(OTLP_PATH)) {
-		snprintf(why, why_size, "the URL is longer than %zu bytes",
-			 sizeof(s->url) - sizeof(OTLP_PATH));
-		return NULL;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		snprintf(why, why_size, "out of memory");
-		return NULL;
-	}
-	/* a base URL gets the signal's path, as OTLP exporters do with an endpoint; a URL that
-	 * already ends in it is taken as it is */
-	if (len >= strlen(OTLP_PATH) &&
-	    !strncmp(o->url + len - strlen(OTLP_PATH), OTLP_PATH, strlen(OTLP_PATH)))
-		snprintf(s->url, sizeof(s->url), "%.*s", (int)len, o->url);
-	else
-		snprintf(s->url, sizeof(s->url), "%.*s" OTLP_PATH, (int)len, o->url);
-	if (http_auth_load(&s->auth, o->basic_auth_file, o->token_file, why, why_size)) {
-		otlp_sink_free(s);
-		return NULL;
-	}
-	s->http = http_client__new(&s->auth);
-	if (!s->http) {
-		snprintf(why, why_size, "cannot set up libcurl");
-		otlp_sink_free(s);
-		return NULL;
-	}
-	/* sink__new frees s when it fails */
-	sink = sink__new(otlp_ops.kind, &otlp_ops, s, opts);
-	if (!sink)
-		snprintf(why, why_size, "cannot start the sink's thread");
-	return sink;
+	return http_sink_start(&otlp, o, opts, why, why_size);
 }
