@@ -76,6 +76,9 @@ PW_INLINE int pw_async_begin(struct pw_async *a, const struct pw_async_off *o, _
 	a->running = 0;
 	a->loop = 0;
 	a->coro_frame = 0;
+	a->next = 0;
+	a->coro = 0;
+	a->coro_type = 0;
 	a->ntasks = 0;
 	a->nblock = 0;
 	a->nframes = 0;
@@ -234,9 +237,10 @@ PW_INLINE void pw_async_task(struct pw_async *a, const struct pw_proc *cfg,
 	if (ab && !pw_load_u8(img, o->task_awaited_by_is_set, PW_ASYNC_TASK_READ)) {
 		a->next = ab;
 	} else if (ab) {
-		__u64 head[3];
+		/* a set object's used count, mask and table (into the set chunk's buffer, free
+		 * until the scan: the sampler's stack has no room to spare) */
+		__u64 *head = m->set;
 
-		/* a set object's used count, mask and table */
 		if (PW_READ_USER(&head[0], 8, ab + o->set_used) ||
 		    PW_READ_USER(&head[1], 8, ab + o->set_mask) ||
 		    PW_READ_USER(&head[2], 8, ab + o->set_table)) {

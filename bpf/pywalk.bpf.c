@@ -64,9 +64,12 @@ const volatile bool async_wanted = false;
 
 struct scratch {
 	__u8 tstate[PW_TSTATE_READ_MAX] __attribute__((aligned(8)));
-	struct pw_walkmem walk; /* the data-stack window and the tags of one walk */
-	struct pw_async async;	/* --async: the chain walk's state and what it read */
+	struct pw_walk walk_state; /* the frame walk's state */
+	struct pw_walkmem walk;	   /* the data-stack window and the tags of one walk */
+	struct pw_async async;	   /* --async: the chain walk's state and what it read */
 	struct pw_asyncmem async_mem;
+	__u64 async_coro_frame; /* the running task's coroutine frame, for the walk to find */
+	__u32 async_split;	/* frames up to and including it (0: not on the stack) */
 	struct pw_hit hit;
 	struct pw_agg_key agg_key; /* --aggregate: the hit's key */
 	struct pw_agg_frames_key agg_fkey;
@@ -192,14 +195,18 @@ static long tfind_cb(__u32 index __attribute__((unused)), void *data)
 	return pw_tfind_step(&c->tf, c->cfg);
 }
 
+/* The context of the loops of one sample (the frame walk, and with --async the chain's
+ * walk and splice): one on the stack for all of them, since the sampler's stack and the
+ * frames of the functions its loops call must fit the kernel's 512 bytes together. */
 struct walk_ctx {
-	struct pw_walk w;
+	struct pw_walk *w; /* the walk's state (in the scratch) */
 	const struct pw_proc *cfg;
 	struct scratch *s;   /* frames go to its record (and, --aggregate, into its key's hash);
 			    * its walk memory is the window and the tags */
 	struct pw_ustack *u; /* --native: the entry frames passed go to its list */
-	__u64 coro_frame;    /* --async: the running task's coroutine frame, to find */
-	__u32 split;	     /* frames up to and including it (0: not on the stack) */
+	const struct pw_async_off *o; /* --async: the process's task table */
+	__u32 top;		      /* --async: the frames of the stack */
+	__u32 nblock;		      /* the chain's block, to go after the task's frames */
 };
 
 /* One frame. A global function: the verifier checks it once, on its own, instead of once
@@ -214,26 +221,28 @@ __noinline int walk_frame(struct pw_walk *w, const struct pw_proc *cfg, struct p
 static long walk_cb(__u32 index __attribute__((unused)), void *data)
 {
 	struct walk_ctx *c = data;
-	__u64 at = c->w.frame;
-	int done = walk_frame(&c->w, c->cfg, &c->s->walk);
-	__u32 idx = c->w.nframes - 1;
+	struct pw_walk *w = c->w;
+	__u64 at = w->frame;
+	int done = walk_frame(w, c->cfg, &c->s->walk);
+	__u32 idx = w->nframes - 1;
 
 	/* a step that goes on without a frame to ship passed an entry frame */
-	if (native_stack && c->u && !done && !c->w.emit)
+	if (native_stack && c->u && !done && !w->emit)
 		ustack_note_shim(c->u, at);
 
-	if (async_wanted && c->w.emit && at == c->coro_frame)
-		c->split = c->w.nframes;
-	if (c->w.emit && idx < PW_MAX_FRAMES_CAP) {
-		c->s->sample.frames[idx] = c->w.cur;
+	/* --async: the running task's frames end at its coroutine's (0: none to find) */
+	if (async_wanted && w->emit && at == c->s->async_coro_frame)
+		c->s->async_split = w->nframes;
+	if (w->emit && idx < PW_MAX_FRAMES_CAP) {
+		c->s->sample.frames[idx] = w->cur;
 		if (aggregate)
-			c->s->agg_key.stack = agg_fold(c->s->agg_key.stack, &c->w.cur);
+			c->s->agg_key.stack = agg_fold(c->s->agg_key.stack, &w->cur);
 	}
 	/* --native: the root-most frame of each eval-loop activation (PW_FRAME_ENTRY): a 3.11
 	 * frame with is_entry, the frame a 3.12+ entry shim (a step that emits nothing)
 	 * follows, every 3.10 frame (one activation each) */
-	if (native_stack && idx < PW_MAX_FRAMES_CAP && c->w.nframes &&
-	    (c->w.last_was_entry || (c->w.emit && c->cfg->chain_kind == PW_CHAIN_FRAMEOBJ)))
+	if (native_stack && idx < PW_MAX_FRAMES_CAP && w->nframes &&
+	    (w->last_was_entry || (w->emit && c->cfg->chain_kind == PW_CHAIN_FRAMEOBJ)))
 		c->s->sample.frames[idx].code |= PW_FRAME_ENTRY;
 	return done ? 1 : 0;
 }
@@ -430,8 +439,8 @@ static __always_inline __u8 find_thread_state(struct scratch *s, const struct pw
 }
 
 /* Walk the Python frames of the thread state in s->tstate into s->sample.frames (leaf
- * first; wc->w.nframes of them). PW_OUT_SHIPPED when the walk proved the stack complete,
- * else the outcome that rejects it. */
+ * first; s->walk_state.nframes of them). PW_OUT_SHIPPED when the walk proved the stack
+ * complete, else the outcome that rejects it. */
 static __always_inline __u8 walk_python(struct scratch *s, const struct pw_proc *cfg,
 					struct walk_ctx *wc)
 {
@@ -440,20 +449,21 @@ static __always_inline __u8 walk_python(struct scratch *s, const struct pw_proc 
 
 	if (outcome != PW_OUT__CONTINUE)
 		return outcome;
+	wc->w = &s->walk_state;
 	wc->cfg = cfg;
 	wc->s = s;
 	wc->u = ustack_walk_begin(cfg);
 	s->agg_key.stack = agg_seed;
-	pw_walk_start(&wc->w, &s->walk, cfg, s->tstate, current, max_depth);
+	pw_walk_start(&s->walk_state, &s->walk, cfg, s->tstate, current, max_depth);
 	bpf_loop(pw_walk_bound(max_depth), walk_cb, wc, 0);
-	if (wc->w.outcome == PW_OUT__CONTINUE)
+	if (s->walk_state.outcome == PW_OUT__CONTINUE)
 		return PW_OUT_DEPTH;
-	return wc->w.outcome;
+	return s->walk_state.outcome;
 }
 
 /* ---- --async: the running task's chain (async.h) -------------------------------------- */
 
-/* The task table of process `pid` for this lifetime, or NULL (counted: none yet). */
+/* The task table of process `pid` for this lifetime (counted: none yet). */
 static __always_inline const struct pw_async_off *async_table(__u32 pid, const struct pw_proc *cfg)
 {
 	const struct pw_async_off *o;
@@ -477,30 +487,17 @@ __noinline int async_step(struct pw_async *a, const struct pw_proc *cfg,
 	return pw_async_step(a, cfg, o, m, wm);
 }
 
-struct async_ctx {
-	struct scratch *s;
-	const struct pw_proc *cfg;
-	const struct pw_async_off *o;
-};
-
 static long async_cb(__u32 index __attribute__((unused)), void *data)
 {
-	struct async_ctx *c = data;
+	struct walk_ctx *c = data;
 
 	return async_step(&c->s->async, c->cfg, c->o, &c->s->async_mem, &c->s->walk) ? 1 : 0;
 }
 
-struct splice_ctx {
-	struct scratch *s;
-	__u32 top;    /* the thread's frames end here */
-	__u32 split;  /* the block goes here */
-	__u32 nblock; /* its entries */
-};
-
 /* Move the thread's frames below the task (from the root end) up past the block. */
 static long splice_move_cb(__u32 i, void *data)
 {
-	struct splice_ctx *c = data;
+	struct walk_ctx *c = data;
 	__u32 from = c->top - 1 - i, to = from + c->nblock;
 
 	if (from >= PW_MAX_FRAMES_CAP || to >= PW_MAX_FRAMES_CAP)
@@ -511,8 +508,8 @@ static long splice_move_cb(__u32 i, void *data)
 
 static long splice_copy_cb(__u32 i, void *data)
 {
-	struct splice_ctx *c = data;
-	__u32 to = c->split + i;
+	struct walk_ctx *c = data;
+	__u32 to = c->s->async_split + i;
 
 	if (i >= PW_ASYNC_BLOCK_BUF || to >= PW_MAX_FRAMES_CAP)
 		return 1;
@@ -520,64 +517,78 @@ static long splice_copy_cb(__u32 i, void *data)
 	return 0;
 }
 
-/* Read the chain of the task the thread runs (its walk begun by pw_async_begin) and put
- * it into the stack of `*nframes` frames: after the running task's own frames (`split`
- * of them, leaf first) come the block's marks and awaiting tasks' frames, then the
- * thread's frames below the task. PW_OUT__CONTINUE or the outcome that rejects it. */
-static __always_inline __u8 read_async_chain(struct scratch *s, const struct pw_proc *cfg,
-					     const struct pw_async_off *o, __u64 tstate,
-					     __u32 split, __u32 *nframes)
-{
-	struct async_ctx ac = { .s = s, .cfg = cfg, .o = o };
-	struct splice_ctx sc = { .s = s, .top = *nframes, .split = split };
-	__u8 outcome;
-
-	bpf_loop(PW_ASYNC_STEPS, async_cb, &ac, 0);
-	if (s->async.outcome != PW_OUT__CONTINUE)
-		return s->async.outcome;
-	if (s->async.phase != PW_APH_DONE)
-		return PW_OUT_ASYNC_BOUND;
-	outcome = pw_async_recheck(&s->async, o, tstate);
-	if (outcome != PW_OUT__CONTINUE)
-		return outcome;
-	sc.nblock = s->async.nblock;
-	if (split > sc.top || sc.top + sc.nblock > PW_MAX_FRAMES_CAP)
-		return PW_OUT_ASYNC_BOUND;
-	bpf_loop(sc.top - split, splice_move_cb, &sc, 0);
-	bpf_loop(sc.nblock, splice_copy_cb, &sc, 0);
-	*nframes = sc.top + sc.nblock;
-	/* the frames moved: the code-record loop looks at every one, not the walk's list */
-	s->walk.nfresh = PW_TAGMEMO_SLOTS + 1;
-	count_counter(PW_CNT_ASYNC_RUNNING);
-	return PW_OUT__CONTINUE;
-}
-
-struct names_ctx {
-	struct scratch *s;
-	__u32 nframes;
-};
-
+/* The chain's task list after the frames (c->top of them, the block's included). */
 static long names_cb(__u32 i, void *data)
 {
-	struct names_ctx *c = data;
+	struct walk_ctx *c = data;
 	__u8 *to;
 
-	if (i >= PW_ASYNC_MAX_TASKS || c->nframes > PW_MAX_FRAMES_CAP)
+	if (i >= PW_ASYNC_MAX_TASKS || c->top > PW_MAX_FRAMES_CAP)
 		return 1;
-	to = (__u8 *)&c->s->sample.frames[c->nframes] + i * sizeof(struct pw_task_name);
+	to = (__u8 *)&c->s->sample.frames[c->top] + i * sizeof(struct pw_task_name);
 	__builtin_memcpy(to, &c->s->async_mem.names[i], sizeof(struct pw_task_name));
 	return 0;
 }
 
-/* The chain's task list after the frames; returns the bytes added. */
-static __always_inline __u64 append_task_names(struct scratch *s, __u32 nframes, __u32 ntasks)
+/* Before the frame walk: the task the thread runs (pw_async_begin), whose coroutine frame
+ * the walk then looks for (s->async_coro_frame, 0: none); wc->o is the process's task
+ * table (NULL: none known). PW_OUT__CONTINUE or the outcome that rejects the sample. */
+static __always_inline __u8 async_begin_sample(struct scratch *s, const struct pw_proc *cfg,
+					       __u32 pid, __u64 tstate, struct walk_ctx *wc)
 {
-	struct names_ctx nc = { .s = s, .nframes = nframes };
+	s->async_coro_frame = 0;
+	s->async_split = 0;
+	wc->o = async_table(pid, cfg);
+	if (!wc->o)
+		return PW_OUT__CONTINUE;
+	switch (pw_async_begin(&s->async, wc->o, tstate)) {
+	case 1:
+		s->async_coro_frame = s->async.coro_frame;
+		return PW_OUT__CONTINUE;
+	case 0:
+		return PW_OUT__CONTINUE;
+	default:
+		return s->async.outcome;
+	}
+}
 
-	if (!ntasks || ntasks > PW_ASYNC_MAX_TASKS)
-		return 0;
-	bpf_loop(ntasks, names_cb, &nc, 0);
-	return (__u64)ntasks * sizeof(struct pw_task_name);
+/* After a complete walk (wc->top frames) of a thread running a task: the chain read and
+ * put into the stack: after the running task's own frames (the first s->async_split, leaf
+ * first) come the block's marks and awaiting tasks' frames, then the thread's frames below
+ * the task, then the task list; wc->top is then the frames of the stack. Left as it is
+ * when the task's coroutine was not on the stack: a task's step running Python outside
+ * the task's coroutine (asyncio's own scheduling, called from C) has no place for it.
+ * PW_OUT__CONTINUE or the outcome that rejects the sample. The loops run from here, not
+ * from a subprogram: the chain's steps need the stack a subprogram's frame would take. */
+static __always_inline __u8 async_end_sample(struct scratch *s, __u64 tstate, struct walk_ctx *wc)
+{
+	__u32 split = s->async_split;
+	__u8 outcome;
+
+	if (!split) {
+		count_counter(PW_CNT_ASYNC_OUTSIDE);
+		return PW_OUT__CONTINUE;
+	}
+	bpf_loop(PW_ASYNC_STEPS, async_cb, wc, 0);
+	if (s->async.outcome != PW_OUT__CONTINUE)
+		return s->async.outcome;
+	if (s->async.phase != PW_APH_DONE)
+		return PW_OUT_ASYNC_BOUND;
+	outcome = pw_async_recheck(&s->async, wc->o, tstate);
+	if (outcome != PW_OUT__CONTINUE)
+		return outcome;
+	wc->nblock = s->async.nblock;
+	if (split > wc->top || wc->top + wc->nblock > PW_MAX_FRAMES_CAP ||
+	    s->async.ntasks > PW_ASYNC_MAX_TASKS)
+		return PW_OUT_ASYNC_BOUND;
+	bpf_loop(wc->top - split, splice_move_cb, wc, 0);
+	bpf_loop(wc->nblock, splice_copy_cb, wc, 0);
+	wc->top += wc->nblock;
+	bpf_loop(s->async.ntasks, names_cb, wc, 0);
+	/* the frames moved: the code-record loop looks at every one, not the walk's list */
+	s->walk.nfresh = PW_TAGMEMO_SLOTS + 1;
+	count_counter(PW_CNT_ASYNC_RUNNING);
+	return PW_OUT__CONTINUE;
 }
 
 /* --aggregate: count the hit in the kernel's map. PW_OUT_SHIPPED when counted there (nothing
@@ -704,37 +715,32 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 					   __u64 weight, __u16 sflags)
 {
 	struct walk_ctx wc = {};
-	const struct pw_async_off *ao;
 	__u64 tstate = 0, len;
 	__u32 nframes, ntasks = 0;
-	int running = 0;
 	__u8 outcome;
 
 	outcome = find_thread_state(s, cfg, tid, &tstate);
 	if (outcome != PW_OUT__CONTINUE)
 		return outcome;
-	ao = async_table(pid, cfg);
-	if (ao) {
-		running = pw_async_begin(&s->async, ao, tstate);
-		if (running < 0)
-			return s->async.outcome;
-		if (running)
-			wc.coro_frame = s->async.coro_frame;
+	if (async_wanted) {
+		outcome = async_begin_sample(s, cfg, pid, tstate, &wc);
+		if (outcome != PW_OUT__CONTINUE)
+			return outcome;
 	}
 	outcome = walk_python(s, cfg, &wc);
 	if (outcome != PW_OUT_SHIPPED)
 		return outcome;
-	nframes = wc.w.nframes;
-	/* a task's step running Python outside the task's coroutine (asyncio's own
-	 * scheduling, called from C) has no place to put the chain: the thread's stack */
-	if (ao && running > 0 && !wc.split)
-		count_counter(PW_CNT_ASYNC_OUTSIDE);
-	else if (ao && running > 0) {
-		outcome = read_async_chain(s, cfg, ao, tstate, wc.split, &nframes);
+	nframes = s->walk_state.nframes;
+	if (async_wanted && wc.o && s->async_coro_frame) {
+		wc.top = nframes;
+		outcome = async_end_sample(s, tstate, &wc);
 		if (outcome != PW_OUT__CONTINUE)
 			return outcome;
-		ntasks = s->async.ntasks;
-		sflags |= PW_SF_ASYNC;
+		if (s->async_split) {
+			nframes = wc.top;
+			ntasks = s->async.ntasks;
+			sflags |= PW_SF_ASYNC;
+		}
 	}
 	if (aggregate) {
 		outcome = count_in_kernel(s, cfg, tid, probe, site, weight, nframes);
@@ -757,11 +763,12 @@ static __always_inline __u32 walk_and_ship(void *ctx, struct scratch *s, __u32 p
 	s->sample.hdr.site = (__u16)site;
 	s->sample.hdr.weight = weight;
 	s->sample.hdr.flags = sflags | (__u16)gil_flags(s, cfg, tstate);
-	len = sizeof(struct pw_sample_hdr) + (__u64)nframes * sizeof(struct pw_frame);
+	/* --async: the task list async_end_sample put after the frames */
+	len = sizeof(struct pw_sample_hdr) + (__u64)nframes * sizeof(struct pw_frame) +
+	      (__u64)(ntasks & (2 * PW_ASYNC_MAX_TASKS - 1)) * sizeof(struct pw_task_name);
 	if (len > sizeof(struct pw_sample))
 		return PW_OUT_DEPTH;
 	len += append_print_args(s, nframes);
-	len += append_task_names(s, nframes, ntasks);
 	return ship_sample(ctx, s, len, wakeup_flags(s, s->sample.hdr.time_ns, len));
 }
 

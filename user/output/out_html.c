@@ -16,6 +16,7 @@
 #include "lib/escape.h"
 #include "lib/json.h"
 #include "output/out.h"
+#include "lib/util.h"
 
 #include "flame_html.h" /* generated from user/output/assets/flame.html: flame_html[_len] */
 
@@ -145,6 +146,65 @@ out:
 	free(thread);
 }
 
+/* --async: "tasks":["name",...],"stack_tasks":[task + 1 or 0, one per stack as in
+ * "stacks"]: the task each stack's thread was running, for the page's filter; left out when
+ * no stack has one. */
+static void add_tasks(const struct calltree *t, struct json *w)
+{
+	const struct agg *agg = profile__agg(t->p);
+	size_t n = agg__nstacks(agg), ntasks = 0, i;
+	uint32_t *task = calloc(n ? n : 1, sizeof(*task));
+	char **names = NULL, buf[256];
+	size_t cap = 0;
+
+	if (!task) {
+		json_fail(w, -ENOMEM);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct agg_stack *s = agg__stack(agg, i);
+		const char *name = profile__stack_task(t->p, agg__stack_frames(agg, s), s->nframes,
+						       buf, sizeof(buf));
+		size_t k;
+
+		if (!name)
+			continue;
+		for (k = 0; k < ntasks && strcmp(names[k], name); k++)
+			;
+		if (k == ntasks) {
+			if (grow_array((void **)&names, &cap, ntasks + 1, sizeof(*names)) ||
+			    !(names[ntasks] = strdup(name))) {
+				json_fail(w, -ENOMEM);
+				goto out;
+			}
+			ntasks++;
+		}
+		task[i] = (uint32_t)k + 1;
+	}
+	if (!ntasks)
+		goto out;
+	json_break(w);
+	json_key(w, "tasks");
+	json_begin_array(w);
+	for (i = 0; i < ntasks; i++)
+		json_string(w, names[i]);
+	json_end_array(w);
+	json_break(w);
+	json_key(w, "stack_tasks");
+	json_begin_array(w);
+	for (i = 0; i < n; i++) {
+		if (i && i % 32 == 0)
+			json_break(w);
+		json_uint(w, task[i]);
+	}
+	json_end_array(w);
+out:
+	for (i = 0; i < ntasks; i++)
+		free(names[i]);
+	free(names);
+	free(task);
+}
+
 /* "kernel":[name string ids]: the frames the page colours as kernel (or native) code, left
  * out when there are none. By name, which both of the page's views (by line, by function)
  * keep. */
@@ -239,6 +299,7 @@ static int add_data(const struct calltree *h, struct strbuf *sb, const char *tit
 		json_fail(&w, -ENOMEM);
 	json_break(&w);
 	add_threads(h, &w, pos);
+	add_tasks(h, &w);
 	json_end_object(&w);
 	free(pos);
 	return json_finish(&w);

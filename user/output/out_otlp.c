@@ -450,8 +450,11 @@ static int put_samples(struct otlp *ot)
 
 	for (size_t i = 0; i < agg__nstacks(agg); i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
-		uint64_t attrs[2], value = period_ns ? s->count * period_ns : s->count;
-		int64_t stack, tid, tname;
+		uint64_t attrs[3], value = period_ns ? s->count * period_ns : s->count;
+		int64_t stack, tid, tname, task = -1;
+		const char *task_name;
+		char buf[256];
+		size_t nattrs = 2;
 
 		if (s->proc != ot->o->proc)
 			continue;
@@ -465,11 +468,18 @@ static int put_samples(struct otlp *ot)
 				   profile__proc_thread_name(ot->p, s->proc, s->tid), 0);
 		if (tname < 0)
 			return (int)tname;
+		/* --async: the task the thread was running */
+		task_name = profile__stack_task(ot->p, agg__stack_frames(agg, s), s->nframes, buf,
+						sizeof(buf));
+		if (task_name && (task = attr_index(ot, "task_name", task_name, 0)) < 0)
+			return (int)task;
 		attrs[0] = (uint64_t)tid;
 		attrs[1] = (uint64_t)tname;
+		if (task_name)
+			attrs[nattrs++] = (uint64_t)task;
 		strbuf_reset(&ot->msg);
 		pb_uint(&ot->msg, SAMPLE_STACK_INDEX, (uint64_t)stack);
-		pb_packed(&ot->msg, SAMPLE_ATTRIBUTE_INDICES, attrs, 2);
+		pb_packed(&ot->msg, SAMPLE_ATTRIBUTE_INDICES, attrs, nattrs);
 		pb_packed(&ot->msg, SAMPLE_VALUES, &value, 1);
 		if (pb_msg(&ot->samples, PROFILE_SAMPLES, &ot->msg))
 			return ot->samples.err;

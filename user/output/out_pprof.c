@@ -146,7 +146,8 @@ static int put_samples(struct pprof *pp)
 		uint32_t nprobes = profile__opts(pp->p)->nprobes;
 		/* off-cpu and wall counts are nanoseconds already: one value */
 		size_t nvalues = profile__counts_ns(pp->p) ? 1 : period_ns ? 2 : 1;
-		const char *reason;
+		const char *reason, *task_name;
+		char task[256];
 
 		if ((pp->o->proc >= 0 && s->proc != (uint32_t)pp->o->proc) ||
 		    (pp->o->pid > 0 && s->pid != (uint64_t)pp->o->pid))
@@ -174,6 +175,10 @@ static int put_samples(struct pprof *pp)
 		/* why an off-CPU stack was off CPU: its leaf pseudo-frame says it too */
 		if (s->nframes && (reason = profile__block_reason(pp->p, frames[s->nframes - 1])))
 			put_label(pp, "block_reason", reason, 0);
+		/* --async: the task the thread was running (its mark says it too) */
+		task_name = profile__stack_task(pp->p, frames, s->nframes, task, sizeof(task));
+		if (task_name)
+			put_label(pp, "task_name", task_name, 0);
 		put_process_labels(pp, profile__process(pp->p, s->proc));
 		for (size_t l = 0; l < pp->o->nlabels; l++)
 			put_label(pp, pp->o->labels[l][0], pp->o->labels[l][1], 0);

@@ -2,6 +2,7 @@
 /* Record -> symbolized, interned stack. Per record: no allocation once the caches are warm,
  * and a syscall only on a symbol or thread-name cache miss. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,51 @@ static int64_t block_frame(struct profile *p, uint16_t flags)
 	if (fid >= 0)
 		p->block_fid[reason] = (uint64_t)fid + 1;
 	return fid;
+}
+
+/* The task name in a mark's label: "[task NAME]" or "[task NAME] (+N awaiting)". NAME is
+ * the target's and may hold "] (+": the label's own suffix is the last one, after which
+ * only digits and " awaiting)" can follow. */
+static bool task_label_name(const char *label, const char **name, size_t *len)
+{
+	static const char head[] = "[task ", tail[] = " awaiting)";
+	size_t n = strlen(label);
+	const char *cut;
+
+	if (strncmp(label, head, sizeof(head) - 1) || n < sizeof(head))
+		return false;
+	*name = label + sizeof(head) - 1;
+	if (label[n - 1] == ']') {
+		*len = (size_t)(label + n - 1 - *name);
+		return true;
+	}
+	if (n < sizeof(tail) || strcmp(label + n - (sizeof(tail) - 1), tail))
+		return false;
+	for (cut = label + n - sizeof(tail); cut > *name && isdigit((unsigned char)*cut); cut--)
+		;
+	if (cut - *name < 3 || strncmp(cut - 3, "] (+", 4))
+		return false;
+	*len = (size_t)(cut - 3 - *name);
+	return true;
+}
+
+const char *profile__stack_task(const struct profile *p, const uint32_t *frames, uint32_t n,
+				char *buf, size_t size)
+{
+	const struct agg *agg = p->agg;
+
+	while (n-- > 0) {
+		const struct agg_frame *fr = agg__frame(agg, frames[n]);
+		const char *name;
+		size_t len;
+
+		if (!fr || symtab__func_kind(p->symtab, fr->func) != FRAME_PSEUDO ||
+		    !task_label_name(symtab__func_name(p->symtab, fr->func), &name, &len))
+			continue;
+		snprintf(buf, size, "%.*s", (int)len, name);
+		return buf;
+	}
+	return NULL;
 }
 
 const char *profile__block_reason(const struct profile *p, uint32_t frame_id)

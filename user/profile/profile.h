@@ -216,6 +216,10 @@ const struct profile_names *profile__names(const struct profile *p);
 /* "sleeping", "uninterruptible", "preempted" or "other" when agg frame `frame_id` is an
  * off-CPU stack's leaf pseudo-frame (opts.block_frames), else NULL. */
 const char *profile__block_reason(const struct profile *p, uint32_t frame_id);
+/* --async: the name of the task the stack's thread was running (its innermost task mark,
+ * "[task NAME]"), written into buf (cut to fit); NULL when the stack has none. */
+const char *profile__stack_task(const struct profile *p, const uint32_t *frames, uint32_t n,
+				char *buf, size_t size);
 /* The same for the process of target id `target` ("?" if unknown). */
 const char *profile__thread_name(const struct profile *p, uint32_t target, uint32_t tid);
 /* Is target `target` a free-threaded build (no GIL)? false when unknown. */
