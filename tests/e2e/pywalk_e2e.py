@@ -353,6 +353,7 @@ class Target:
                 if not chunk:
                     continue
                 buf += chunk
+        self.ready_output = buf.decode("utf-8", "replace")  # what it printed up to READY
         if self.pidns:
             kids = child_pids(self.proc.pid)
             assert len(kids) == 1, "%s: %s should have one child, the interpreter: %s" % (

@@ -7,13 +7,18 @@ Every running-task sample must be exactly one of the program's chains, at its li
 no sample may mix two tasks' frames. Bad input: --async on 3.10-3.13 (refused, exit 2), a
 program that never imports asyncio (no tasks, no error), a forged table (rejected, said,
 counted); trace refuses --async."""
+import json
 import os
 import re
+import signal
+import socket
+import subprocess
 
 import pytest
 
 import pywalk_e2e as e2e
 from test_async import start, need_314
+from test_formats import artifact, browser, chromium_bin, node_tools  # noqa: F401
 
 SCRIPT = "async_busy.py"
 THREAD_TAIL = "Handle._run"  # the thread's frame that runs a task's step
@@ -222,3 +227,189 @@ def test_trace_refuses_async(pywalk):
     r = e2e.run_pywalk(["trace", "--async", "-p", "1", "tracepoint:syscalls:sys_enter_read"])
     assert r.returncode == 2, r.stderr
     assert "trace takes no --async" in r.stderr, r.stderr
+
+
+def test_record_async_labels_and_page(pywalk, interp, node_tools, tmp_path):
+    """pprof carries the running task as the label task_name (go tool pprof reads it back,
+    its samples adding up with the stacks' marks), and the HTML page offers each task in
+    its thread menu: choosing one draws that task's frames only."""
+    need_314(interp)
+    if interp.free_threaded or interp.kind != "unstable":
+        pytest.skip("one interpreter of each of 3.14 and 3.15 is enough for the writers")
+    t = start(interp, script=SCRIPT)
+    try:
+        pb = str(tmp_path / "async.pb.gz")
+        html = str(tmp_path / "async.html")
+        for out in (pb, html):
+            r = e2e.run_pywalk(["record", "--async", "-p", t.pid, "-d", 2, "-o", out],
+                               timeout=120)
+            assert r.returncode == 0, r.stderr
+    finally:
+        t.stop()
+    tags = e2e.go_pprof(tmp_path, "-tags", pb)
+    block = tags.split("task_name:", 1)[1].split("\n\n", 1)[0]
+    names = set(re.findall(r"^\s+\S+ \(\s*[\d.]+%\): (.+)$", block, re.M))
+    assert {"nested", "tg-child-0", "tg-child-1", "shielded-inner", "awaited-task",
+            "shared"} <= names, block
+    assert not any(n.startswith("[") or n.endswith("]") for n in names), names
+    # the running task's samples: those under its mark in the stacks pprof shows
+    raw = e2e.go_pprof(tmp_path, "-traces", "-tagfocus=task_name=nested", pb)
+    assert "[task nested]" in raw and "[task gatherer]" not in raw, raw[:2000]
+    res = browser(node_tools, "flame", html, artifact("flame-tasks.png"), "", "",
+                  json.dumps({"who": ["level1", "gather_parent", "shared_work"]}))
+    assert not res["pageErrors"] and not res["consoleErrors"], res
+    tasks = dict((w["text"], w) for w in res["who"] if w["value"].startswith("k"))
+    assert {"task nested", "task shared", "task tg-child-0"} <= set(tasks), sorted(tasks)
+    assert tasks["task nested"]["drawn"] == {"level1": True, "gather_parent": False,
+                                            "shared_work": False}, tasks["task nested"]
+    assert tasks["task shared"]["drawn"] == {"level1": False, "gather_parent": False,
+                                            "shared_work": True}, tasks["task shared"]
+    assert sum(w["total"] for w in tasks.values()) <= res["total"]
+    assert all(w["total"] > 0 for w in tasks.values()), tasks
+
+
+def server_stats(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"GET /stats HTTP/1.0\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.split(b"\r\n\r\n", 1)[1])
+
+
+def test_record_async_server_handlers_share_their_time(pywalk, interp, all_interpreters,
+                                                       tmp_path):
+    """An asyncio HTTP server (stdlib only) answering 200 concurrent loopback requests at a
+    time from a bounded client, each request in its own handler (1, 2 and 3 units of CPU):
+    each handler's share of the handlers' samples is within 5 points of its share of the
+    CPU time the handlers measured themselves over the recording, and its samples carry
+    the connection's task."""
+    need_314(interp)
+    if interp.kind != "unstable" and not interp.free_threaded:
+        pytest.skip("the 3.14 and 3.15 builds of Debian and the free-threaded one suffice")
+    m = e2e.markers("async_server.py")
+    srv = start(interp, script="async_server.py")
+    client = None
+    try:
+        port = int(re.search(r"^PORT (\d+)$", srv.ready_output, re.M).group(1))
+        stop = str(tmp_path / "stop")
+        # the core interpreter drives the load: it is not profiled
+        client = e2e.Target(all_interpreters[0], "async_client.py",
+                            args=(port, 120, 200, stop))
+        e2e.wait_for(lambda: server_stats(port)["requests"] > 200, 30,
+                     "the server answering the client")
+        before = server_stats(port)
+        out = str(tmp_path / "server.folded")
+        r = e2e.run_pywalk(["record", "--async", "-p", srv.pid, "-F", 999, "-d", 5, "-o", out],
+                           timeout=120)
+        after = server_stats(port)
+        open(stop, "w").close()
+        assert r.returncode == 0, r.stderr
+        e2e.check_summary(r.stderr)
+    finally:
+        if client:
+            client.stop()
+        srv.stop()
+    rows = e2e.parse_folded(out)
+    spent = dict((h, after[h] - before[h]) for h in "abc")
+    samples = dict((h, 0) for h in "abc")
+    in_task = 0
+    for frames, n in rows:
+        names = [fr.split(" (", 1)[0] for fr in frames]
+        hs = [h for h in "abc" if "handle_" + h in names]
+        if not hs:
+            continue
+        assert len(hs) == 1, frames
+        samples[hs[0]] += n
+        # the handler runs in its connection's task, called by the server's callback
+        part = task_part(frames)
+        if part and e2e.TASK_MARK_RE.match(part[0]) and \
+                names[names.index("handle_" + hs[0]) - 1] == "client_connected" and \
+                "client_connected (%s:%d)" % (srv.script_path, m["dispatch"]) in frames:
+            in_task += n
+    total = sum(samples.values())
+    print("%s: handler samples %s (%d), CPU s measured %s" % (interp.id, samples, total,
+                                                              spent))
+    assert total >= 1000, (samples, r.stderr)
+    assert in_task >= 0.95 * total, (in_task, total)
+    for h in "abc":
+        share, want = samples[h] / total, spent[h] / sum(spent.values())
+        sigma = (want * (1 - want) / total) ** 0.5
+        print("  handle_%s: %.1f%% of samples, %.1f%% of CPU (binomial sigma %.2f points)" % (
+            h, 100 * share, 100 * want, 100 * sigma))
+        assert abs(share - want) <= 0.05, (h, share, want, samples, spent)
+
+
+def test_record_async_table_found_after_attach(pywalk, interp, tmp_path):
+    """A launched program imports asyncio after pywalk attached: its table is found then,
+    and from that on its running tasks are in the stacks."""
+    need_314(interp)
+    if interp.kind != "unstable":
+        pytest.skip("one 3.14 and one 3.15 build suffice")
+    out = str(tmp_path / "late.folded")
+    r = e2e.run_pywalk(["record", "--async", "-F", 499, "-d", 4, "-o", out, "--"] +
+                       interp.argv(SCRIPT, 10), timeout=120)
+    assert r.returncode == 0, r.stderr
+    e2e.check_summary(r.stderr)
+    rows = e2e.parse_folded(out)
+    chained = sum(n for f, n in rows if task_part(f))
+    assert chained >= sum(n for _, n in rows) / 3, (chained, r.stderr)
+    assert "task tables of 1 process found" in r.stderr, r.stderr
+
+
+def test_record_async_all_counts_older_pythons(pywalk, interp, all_interpreters, tmp_path):
+    """Under --all a 3.10-3.13 process is sampled without tasks and counted; a 3.14+ one
+    has its chains."""
+    need_314(interp)
+    if interp.kind != "unstable":
+        pytest.skip("one 3.14 and one 3.15 build suffice")
+    old = [i for i in all_interpreters if i.version in ("3.10", "3.11", "3.12", "3.13")][0]
+    a = start(interp, script=SCRIPT)
+    b = e2e.Target(old, "known_shape.py").wait_ready()
+    try:
+        out = str(tmp_path / "all.folded")
+        r = e2e.run_pywalk(["record", "--async", "--all", "-d", 3, "-o", out], timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        a.stop()
+        b.stop()
+    m = re.search(r"task tables of (\d+) process(?:es)? found, 0 rejected; (\d+) process(?:es)? "
+                  r"before 3.14", r.stderr)
+    assert m and int(m.group(1)) >= 1 and int(m.group(2)) >= 1, r.stderr
+    rows = e2e.parse_folded(out)
+    mine = [(f, n) for f, n in rows if any("(%d)" % a.pid in x for x in f[:1])]
+    theirs = [(f, n) for f, n in rows if any("(%d)" % b.pid in x for x in f[:1])]
+    assert mine and theirs, [f[:1] for f, _ in rows][:20]
+    assert any(task_part(f[1:]) for f, _ in mine)
+    assert not any(task_part(f[1:]) for f, _ in theirs)
+
+
+def test_agent_async_labels_every_window(pywalk, interp, tmp_path):
+    """The agent with --async: each exported window's pprof labels the running task
+    (task_name) and holds the '[task NAME]' marks (go tool pprof reads them)."""
+    need_314(interp)
+    if interp.kind != "unstable":
+        pytest.skip("one 3.14 and one 3.15 build suffice")
+    t = start(interp, script=SCRIPT)
+    d = tmp_path / "export"
+    d.mkdir()
+    err = tmp_path / "agent.err"
+    with open(err, "w") as ef:
+        ag = subprocess.Popen([pywalk, "agent", "--async", "-p", str(t.pid), "--interval", "1s",
+                               "--export-dir", str(d)], stderr=ef, start_new_session=True)
+    try:
+        e2e.wait_for(lambda: len([n for n in os.listdir(d) if n.endswith(".pb.gz")]) >= 2,
+                     30, "two windows exported")
+    finally:
+        ag.send_signal(signal.SIGTERM)
+        rc = ag.wait(30)
+        t.stop()
+    assert rc == 0, err.read_text()
+    files = sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(".pb.gz"))
+    tags = e2e.go_pprof(tmp_path, "-tags", files[-1])
+    assert "task_name:" in tags and "nested" in tags, tags
+    traces = e2e.go_pprof(tmp_path, "-traces", files[-1])
+    assert "[task nested]" in traces and "[task grouper]" in traces, traces[:2000]
