@@ -1255,10 +1255,7 @@ NAME_CHURN = [
     pytest.param(["--names", "unique", "--files", "unique"], ["-F", 999], "all", id="names"),
     pytest.param(["--names", "none", "--children", 10, "--child-work", "bz2", "--child-ms", 100],
                  ["-F", 99, "--native", "--native-cache", "32M"], "tree",
-                 id="native-processes", marks=pytest.mark.xfail(
-                     reason="names are collected here too (and its mappings no longer grow "
-                     "root's RSS), but --native process churn still grows it by ~130 KiB/s "
-                     "(~9 KiB a process lifetime) elsewhere: not found yet")),
+                 id="native-processes"),
 ]
 
 

@@ -9,15 +9,24 @@
 #include "lib/util.h"
 #include "symbolize/xstack.h"
 
-/* Threads a waiting table keeps before it starts over: a stack record waits only until the
- * record after it, so a table this big holds mostly threads long gone. */
-#define XSTACK_MAX_THREADS 4096
+/* A stack record waits only for its sample, which the same program run ships right after
+ * it, so few wait at once (a run or two per CPU), and each is freed when its sample takes
+ * it: the threads of processes long gone hold nothing. A record whose sample never came
+ * (the ring buffer was full then) is dropped once one XSTACK_STALE_NS younger has come, as
+ * no program run lasts that long; at most XSTACK_MAX_WAITING wait before the table starts
+ * over. */
+#define XSTACK_STALE_NS (1000 * 1000 * 1000ull)
+#define XSTACK_MAX_WAITING 4096
+/* Stale records are looked for when this many wait, then when twice as many as were left
+ * (each look costs a pass over the table). */
+#define XSTACK_SWEEP_MIN 64
 
 struct pending {
 	uint32_t tid, kind;
+	uint64_t time_ns;
 	bool waiting;
-	uint8_t *rec; /* the stack record as shipped, `len` bytes */
-	size_t len, cap;
+	uint8_t *rec; /* the stack record as shipped, `len` bytes; NULL once taken */
+	size_t len;
 };
 
 struct pending_key {
@@ -25,7 +34,11 @@ struct pending_key {
 };
 
 struct xstack {
-	struct intern pending; /* struct pending, by (tid, kind) */
+	struct intern pending; /* struct pending, by (tid, kind): the waiting records only */
+	size_t held;	       /* how many the table holds */
+	size_t rec_bytes;      /* and their records' buffers */
+	size_t sweep_at;       /* look for stale ones when it holds this many */
+	uint64_t newest_ns;    /* the latest stack record's time */
 	uint8_t *out;	       /* the paired record */
 	size_t out_cap;
 	struct xstack_stats st;
@@ -94,8 +107,10 @@ struct xstack *xstack__new(void)
 {
 	struct xstack *x = calloc(1, sizeof(*x));
 
-	if (x)
+	if (x) {
 		x->pending = (struct intern)INTERN_INIT(struct pending, pending_eq);
+		x->sweep_at = XSTACK_SWEEP_MIN;
+	}
 	return x;
 }
 
@@ -108,6 +123,41 @@ static void drop_all(struct xstack *x)
 		free(p->rec);
 	}
 	intern_clear(&x->pending);
+	x->held = x->rec_bytes = 0;
+}
+
+/* Free record `id` and take it out of the table (its id goes to the next one added). */
+static void release(struct xstack *x, size_t id)
+{
+	struct pending *p = intern_at(&x->pending, id);
+
+	free(p->rec);
+	x->rec_bytes -= p->len;
+	p->rec = NULL;
+	p->len = 0;
+	p->waiting = false;
+	/* out of memory for the free list: it stays, empty, and is reused by its key */
+	if (!intern_remove(&x->pending, pending_hash(p->tid, p->kind), (uint32_t)id))
+		x->held--;
+}
+
+/* Drop the records whose sample can no longer come (see XSTACK_STALE_NS), counted
+ * unpaired; start over if too many still wait. */
+static void sweep(struct xstack *x)
+{
+	for (size_t i = 0; i < intern_count(&x->pending); i++) {
+		struct pending *p = intern_at(&x->pending, i);
+
+		if (p->rec && x->newest_ns - p->time_ns > XSTACK_STALE_NS) {
+			x->st.unpaired += p->waiting;
+			release(x, i);
+		}
+	}
+	if (x->held >= XSTACK_MAX_WAITING)
+		drop_all(x);
+	x->sweep_at = x->held * 2 > XSTACK_SWEEP_MIN ? x->held * 2 : XSTACK_SWEEP_MIN;
+	if (x->sweep_at > XSTACK_MAX_WAITING)
+		x->sweep_at = XSTACK_MAX_WAITING;
 }
 
 void xstack__free(struct xstack *x)
@@ -126,7 +176,7 @@ int xstack__add_stack(struct xstack *x, const void *data, size_t size)
 	struct pending_key k;
 	struct pending *p;
 	int64_t id;
-	int err;
+	uint8_t *copy;
 
 	if (size < sizeof(h)) {
 		x->st.malformed++;
@@ -137,50 +187,60 @@ int xstack__add_stack(struct xstack *x, const void *data, size_t size)
 		x->st.malformed++;
 		return 0;
 	}
+	if (h.time_ns > x->newest_ns)
+		x->newest_ns = h.time_ns;
 	k = (struct pending_key){ h.tid, h.kind };
 	id = intern_find(&x->pending, pending_hash(h.tid, h.kind), &k);
 	if (id < 0) {
 		struct pending fresh = { .tid = h.tid, .kind = h.kind };
 
-		if (intern_count(&x->pending) >= XSTACK_MAX_THREADS)
-			drop_all(x);
+		if (x->held >= x->sweep_at)
+			sweep(x);
 		id = intern_add(&x->pending, pending_hash(h.tid, h.kind), &fresh);
 		if (id < 0)
 			return (int)id;
+		x->held++;
 	}
 	p = intern_at(&x->pending, (size_t)id);
 	if (p->waiting)
 		x->st.unpaired++; /* the sample after it never came */
 	p->waiting = false;
-	err = grow_array((void **)&p->rec, &p->cap, sizeof(h) + h.len, 1);
-	if (err)
-		return err;
-	memcpy(p->rec, data, sizeof(h) + h.len);
+	/* its own size: it is freed when taken, so there is no buffer to reuse */
+	copy = malloc(sizeof(h) + h.len);
+	if (!copy) {
+		release(x, (size_t)id);
+		return -ENOMEM;
+	}
+	memcpy(copy, data, sizeof(h) + h.len);
+	free(p->rec);
+	x->rec_bytes += sizeof(h) + h.len - p->len;
+	p->rec = copy;
 	p->len = sizeof(h) + h.len;
+	p->time_ns = h.time_ns;
 	p->waiting = true;
 	return 0;
 }
 
-/* The waiting record of (tid, kind) for a sample of time_ns, taken; NULL when none. */
-static struct pending *take(struct xstack *x, uint32_t tid, uint32_t kind, uint64_t time_ns)
+/* The id of the waiting record of (tid, kind) for a sample of time_ns, taken (the caller
+ * releases it once copied); -1 when none. */
+static int64_t take(struct xstack *x, uint32_t tid, uint32_t kind, uint64_t time_ns)
 {
 	struct pending_key k = { tid, kind };
 	int64_t id = intern_find(&x->pending, pending_hash(tid, kind), &k);
 	struct pending *p;
-	struct pw_stack_hdr h;
 
 	if (id < 0)
-		return NULL;
+		return -1;
 	p = intern_at(&x->pending, (size_t)id);
 	if (!p->waiting)
-		return NULL;
-	memcpy(&h, p->rec, sizeof(h));
+		return -1;
 	p->waiting = false;
-	if (h.time_ns != time_ns) {
+	if (p->time_ns != time_ns) {
 		x->st.unpaired++; /* another run's: its sample was lost */
-		return NULL;
+		release(x, (size_t)id);
+		return -1;
 	}
-	return p;
+	return id;
 }
 
 int xstack__pair(struct xstack *x, const void *data, size_t size, const void **out,
@@ -188,11 +248,11 @@ int xstack__pair(struct xstack *x, const void *data, size_t size, const void **o
 {
 	static const uint32_t kinds[][2] = { { PW_SF_KSTACK, PW_REC_KSTACK },
 					     { PW_SF_USTACK, PW_REC_USTACK } };
-	struct pending *got[2] = { 0 };
+	int64_t got[2] = { -1, -1 };
 	struct xstack_tail tail = { 0, XSTACK_TAIL_MAGIC };
 	struct pw_sample_hdr h;
 	size_t at, need;
-	int err;
+	int err = 0;
 
 	*out = data;
 	*out_size = size;
@@ -206,33 +266,40 @@ int xstack__pair(struct xstack *x, const void *data, size_t size, const void **o
 		if (!(h.flags & kinds[i][0]))
 			continue;
 		got[i] = take(x, h.tid, kinds[i][1], h.time_ns);
-		if (!got[i]) {
+		if (got[i] < 0) {
 			/* passed on without any: the profile rejects it for what is missing */
 			x->st.missing++;
-			return 0;
+			goto release;
 		}
-		need += align8(got[i]->len);
+		need += align8(((struct pending *)intern_at(&x->pending, (size_t)got[i]))->len);
 	}
 	err = grow_array((void **)&x->out, &x->out_cap, need + sizeof(tail), 1);
 	if (err)
-		return err;
+		goto release;
 	memset(x->out, 0, need);
 	memcpy(x->out, data, size);
 	h.flags |= XSTACK_SF_PAIRED;
 	memcpy(x->out, &h, sizeof(h));
 	at = align8(size);
 	for (int i = 0; i < 2; i++) {
-		if (!got[i])
+		const struct pending *p;
+
+		if (got[i] < 0)
 			continue;
-		memcpy(x->out + at, got[i]->rec, got[i]->len);
-		at += align8(got[i]->len);
+		p = intern_at(&x->pending, (size_t)got[i]);
+		memcpy(x->out + at, p->rec, p->len);
+		at += align8(p->len);
 	}
 	tail.bytes = (uint32_t)(at - align8(size));
 	memcpy(x->out + at, &tail, sizeof(tail));
 	x->st.paired++;
 	*out = x->out;
 	*out_size = at + sizeof(tail);
-	return 0;
+release:
+	for (int i = 0; i < 2; i++)
+		if (got[i] >= 0)
+			release(x, (size_t)got[i]);
+	return err;
 }
 
 void xstack__flush(struct xstack *x)
@@ -240,9 +307,16 @@ void xstack__flush(struct xstack *x)
 	for (size_t i = 0; i < intern_count(&x->pending); i++) {
 		struct pending *p = intern_at(&x->pending, i);
 
-		x->st.unpaired += p->waiting;
-		p->waiting = false;
+		if (p->rec) {
+			x->st.unpaired += p->waiting;
+			release(x, i);
+		}
 	}
+}
+
+size_t xstack__bytes(const struct xstack *x)
+{
+	return x->rec_bytes + intern_bytes(&x->pending) + x->out_cap;
 }
 
 const struct xstack_stats *xstack__stats(const struct xstack *x)

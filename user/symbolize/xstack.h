@@ -63,5 +63,7 @@ int xstack__pair(struct xstack *x, const void *data, size_t size, const void **o
 void xstack__flush(struct xstack *x);
 
 const struct xstack_stats *xstack__stats(const struct xstack *x);
+/* Bytes it holds: the waiting records, their table and the paired record's buffer. */
+size_t xstack__bytes(const struct xstack *x);
 
 #endif
