@@ -576,3 +576,46 @@ def test_otlp_retries_a_503_and_drops_a_400(pywalk, interp, start_target, tmp_pa
     assert metric(text, "pywalk_export_profiles_total", sink="otlp", result="exported") == 1, why
     assert metric(text, "pywalk_export_failed_attempts_total", sink="otlp") == 1, why
     assert metric(text, "pywalk_export_profiles_total", sink="otlp", result="rejected") >= 2, why
+
+
+@pytest.mark.core_only
+def test_otlp_receiver_that_never_answers_lets_the_agent_exit(pywalk, interp, start_target,
+                                                               tmp_path):
+    """SIGTERM while the OTLP receiver accepts connections and never answers (a listening
+    socket nobody reads): the agent exits 0 within --flush-timeout 3s and some slack, the
+    windows it could not deliver counted dropped. (Its request once had no cancel hook: it
+    waited out the 30 s request timeout.)"""
+    target = start_target(interp)
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)  # connections complete in the kernel's backlog; nothing is read
+    port = free_port()
+    argv = [pywalk, "agent", "-p", str(target.pid), "--interval", "1s", "-F", str(HZ),
+            "--otlp", "http://127.0.0.1:%d" % hole.getsockname()[1], "--flush-timeout", "3s",
+            "--metrics", "127.0.0.1:%d" % port]
+    agent = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        def windows():
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                            timeout=5) as r:
+                    text = r.read().decode()
+            except OSError:
+                return 0
+            return sum(float(v) for v in re.findall(
+                r"^pywalk_window_profiles_total(?:\{[^}]*\})? (\S+)$", text, re.M))
+        e2e.wait_for(lambda: windows() >= 3, 40, "3 windows made")
+        t0 = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        _, err = agent.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.communicate()
+        hole.close()
+    assert agent.returncode == 0, err
+    assert took <= 3 + 3.0, "exit took %.1f s with --flush-timeout 3s\n%s" % (took, err)
+    m = re.search(r"\botlp: (\d+) profiles exported, (\d+) rejected, (\d+) dropped", err)
+    assert m and m.group(1) == "0" and int(m.group(3)) >= 3, err

@@ -35,6 +35,8 @@ static enum export_result otlp_deliver(void *ctx, const struct export_item *it, 
 		.content_type = "application/x-protobuf",
 		.body = it->otlp,
 		.len = it->otlp_len,
+		/* a receiver that never answers must not hold the exit past --flush-timeout */
+		.cancel = export_cancelled,
 	};
 
 	if (!it->otlp) {
