@@ -1039,7 +1039,7 @@ VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
           "metrics-group": "nogroup", "metrics-token-file": "/nonexistent/metrics.token",
           "pull-size": "16M", "metrics-tls-cert": "/nonexistent/cert.pem",
           "metrics-tls-key": "/nonexistent/key.pem"}
-FLAGS = {"all", "subprocesses", "metrics-public", "verbose", "kernel", "native"}
+FLAGS = {"all", "subprocesses", "metrics-public", "verbose", "kernel", "native", "async"}
 
 
 def test_config_file_takes_every_long_option(pywalk, tmp_path):

@@ -303,7 +303,7 @@ def test_record_async_server_handlers_share_their_time(pywalk, interp, all_inter
                      "the server answering the client")
         before = server_stats(port)
         out = str(tmp_path / "server.folded")
-        r = e2e.run_pywalk(["record", "--async", "-p", srv.pid, "-F", 999, "-d", 5, "-o", out],
+        r = e2e.run_pywalk(["record", "--async", "-p", srv.pid, "-F", 997, "-d", 5, "-o", out],
                            timeout=120)
         after = server_stats(port)
         open(stop, "w").close()
@@ -399,17 +399,20 @@ def test_agent_async_labels_every_window(pywalk, interp, tmp_path):
     err = tmp_path / "agent.err"
     with open(err, "w") as ef:
         ag = subprocess.Popen([pywalk, "agent", "--async", "-p", str(t.pid), "--interval", "1s",
-                               "--export-dir", str(d)], stderr=ef, start_new_session=True)
+                               "-F", "499", "--export-dir", str(d)], stderr=ef,
+                              start_new_session=True)
     try:
-        e2e.wait_for(lambda: len([n for n in os.listdir(d) if n.endswith(".pb.gz")]) >= 2,
-                     30, "two windows exported")
+        e2e.wait_for(lambda: len([n for n in os.listdir(d) if n.endswith(".pb.gz")]) >= 3,
+                     30, "three windows exported")
     finally:
         ag.send_signal(signal.SIGTERM)
         rc = ag.wait(30)
         t.stop()
     assert rc == 0, err.read_text()
-    files = sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(".pb.gz"))
-    tags = e2e.go_pprof(tmp_path, "-tags", files[-1])
-    assert "task_name:" in tags and "nested" in tags, tags
-    traces = e2e.go_pprof(tmp_path, "-traces", files[-1])
-    assert "[task nested]" in traces and "[task grouper]" in traces, traces[:2000]
+    # every window but the last, which SIGTERM cut short: each a whole second of samples
+    files = sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(".pb.gz"))[:-1]
+    for f in files:
+        tags = e2e.go_pprof(tmp_path, "-tags", f)
+        assert "task_name:" in tags and "nested" in tags, (f, tags)
+        traces = e2e.go_pprof(tmp_path, "-traces", f)
+        assert "[task nested]" in traces and "[task grouper]" in traces, traces[:2000]

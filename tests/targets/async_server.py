@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """A server-shaped asyncio program (stdlib only): an HTTP/1.0 server on loopback whose
 every request runs in its connection's task, in its own handler by path: /a, /b and /c do
-1, 2 and 3 units of CPU work. Each handler measures its own CPU time (time.thread_time
-around its work); GET /stats answers {"a": s, "b": s, "c": s, "requests": n} so far.
+1, 2 and 3 units of CPU work, each request's a random 0.5-1.5 times that (a fixed cycle of
+1, 2 and 3 ms would beat against a 1 ms sampling period). Each handler measures its own
+CPU time (time.thread_time around its work); GET /stats answers {"a": s, "b": s, "c": s,
+"requests": n} so far.
 
 Prints "PORT N", then "READY", once it listens on a free port."""
 import asyncio
 import json
+import random
 import time
 
 UNIT = 20000  # iterations of one unit of work: ~1 ms
@@ -16,7 +19,7 @@ served = 0
 
 def work(units):
     n = 0
-    for _ in range(units * UNIT):  # @work
+    for _ in range(int(units * UNIT * random.uniform(0.5, 1.5))):  # @work
         n += 1
     return n
 
