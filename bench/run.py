@@ -1432,7 +1432,6 @@ def render(res):
                         w, hz, fmt(a["walk_ns"]), fmt(b["walk_ns"]),
                         fmt(b["walk_ns"] - a["walk_ns"]
                             if a["walk_ns"] and b["walk_ns"] else None, "%+.0f")))
-        render_async(L, s1.get("async"))
         if s1["cells"]:
             c = s1["cells"][0]
             bt = c.get("bpftrace_ustack")
@@ -1442,6 +1441,7 @@ def render(res):
                          c["walk"]["xlated_insns"], c["walk"]["verified_insns"],
                          c["floor"]["xlated_insns"], c["floor"]["verified_insns"],
                          ", bpftrace ustack %d" % bt["xlated_insns"] if bt else ""))
+        render_async(L, s1.get("async"))
         L.append("")
 
     s2 = res.get("slowdown")
