@@ -4,6 +4,9 @@
  * attaches each in turn to a perf event of one target process only, so every run is a walk
  * of that process's (unchanging) stack, and prints run_time_ns / run_cnt per round as JSON.
  * `exitcost` does the same on a process pywalk does not profile: the early-exit path.
+ * `bpfcost --async` loads the program a second time as `--async` loads it (its rodata
+ * `async_wanted` set, the target's asyncio table in `async_procs`, found as the engine
+ * finds it) and alternates rounds of the two on the same process, instead of the floor.
  * It measures; it judges nothing (bench/run.py makes the table). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +28,7 @@
 #include "engine/loader.h"
 #include "inspect/target.h"
 #include "lib/util.h"
+#include "pystate/asyncio_tasks.h"
 
 /* ---- the walker over the target's memory, recording every read ------------------------- */
 
@@ -194,14 +198,15 @@ static int prog_stats_read(int prog_fd, struct prog_stats *st, struct bpf_prog_i
 	return 0;
 }
 
-static int outcomes_read(const struct pywalk_bpf *skel, __u64 sums[PW_OUT__COUNT + 1])
+/* The sampler's outcomes and counters (probe 0's row: PW_NSLOTS), summed over the CPUs. */
+static int outcomes_read(const struct pywalk_bpf *skel, __u64 sums[PW_NSLOTS])
 {
 	int ncpus = libbpf_num_possible_cpus();
 	__u64 *vals = calloc(ncpus, sizeof(*vals));
 
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 k = 0; k <= PW_OUT__COUNT; k++) {
+	for (__u32 k = 0; k < PW_NSLOTS; k++) {
 		sums[k] = 0;
 		if (bpf_map__lookup_elem(skel->maps.outcomes, &k, sizeof(k), vals,
 					 ncpus * sizeof(*vals), 0)) {
@@ -219,6 +224,10 @@ struct rb_count {
 	__u64 records;
 	__u64 wrong_depth; /* records whose frame count is not the snapshot's */
 	__u32 want_frames;
+	/* --async: records carrying a task chain (PW_SF_ASYNC), and their frame counts (the
+	 * thread's frames, the task marks and the awaiting tasks' coroutine frames) */
+	__u64 chains;
+	__u32 chain_frames_min, chain_frames_max;
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -230,6 +239,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size >= sizeof(h->kind) && h->kind != PW_REC_SAMPLE)
 		return 0;
 	c->records++;
+	if (size >= sizeof(*h) && (h->flags & PW_SF_ASYNC)) {
+		if (!c->chains++ || h->nframes < c->chain_frames_min)
+			c->chain_frames_min = h->nframes;
+		if (h->nframes > c->chain_frames_max)
+			c->chain_frames_max = h->nframes;
+		return 0; /* its frame count is the chain's, not the snapshot's */
+	}
 	if (size < sizeof(*h) || h->nframes != c->want_frames)
 		c->wrong_depth++;
 	return 0;
@@ -296,9 +312,10 @@ struct opts {
 	int hold;      /* 1: just hold the empty program on every CPU's perf event */
 	__u32 prog_id; /* progcost: the loaded program to measure */
 	int kernel;    /* 1: pywalk's --kernel (each sample ships its kernel stack first) */
+	int async;     /* 1: bpfcost also measures pywalk's --async, in alternating rounds */
 };
 
-static struct pywalk_bpf *pywalk_load(__u32 max_depth, int kernel)
+static struct pywalk_bpf *pywalk_load(__u32 max_depth, int kernel, int async)
 {
 	struct pywalk_bpf *skel = pywalk_bpf__open();
 	int err;
@@ -307,6 +324,7 @@ static struct pywalk_bpf *pywalk_load(__u32 max_depth, int kernel)
 		return NULL;
 	skel->rodata->max_depth = max_depth;
 	skel->rodata->kernel_stacks = kernel;
+	skel->rodata->async_wanted = async; /* as the loader sets it for --async */
 	err = bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
 	if (!err)
 		err = pywalk_bpf__load(skel);
@@ -334,25 +352,96 @@ static void print_prog(const char *name, int prog_fd, const struct prog_stats *r
 	printf("]}");
 }
 
+/* --async: the sampler's offsets for target `t`, as the engine's table watch makes them
+ * (async_watch.c): the _asyncio table found in its maps now, checked against its layouts. */
+static int async_offsets(const struct target *t, struct pw_async_off *ao, char *why,
+			 size_t why_size)
+{
+	struct async_table tab;
+	char where[384];
+	enum async_status st;
+
+	if (t->ver.major != 3 || t->ver.minor < 14 || !t->ver.aio.present) {
+		snprintf(why, why_size, "PID %d is CPython %u.%u: --async needs 3.14+", t->pid,
+			 t->ver.major, t->ver.minor);
+		return -ENOTSUP;
+	}
+	st = async_table_find(t->pid, t->binary, &tab, where, sizeof(where), NULL);
+	if (st != ASYNC_OK) {
+		snprintf(why, why_size, "PID %d: no asyncio task table (status %d): %s", t->pid,
+			 (int)st, where);
+		return -ENOENT;
+	}
+	return async_sampler_offsets(&tab, &t->ver, t->id, ao, why, why_size);
+}
+
+/* Register the process to sample in `skel`'s maps as pywalk's loader does: `t` (NULL: a
+ * dummy that never runs, for the early exit), and with `ao` its asyncio table. */
+static int pywalk_register(struct pywalk_bpf *skel, pid_t pid, const struct target *t,
+			   const struct pw_async_off *ao)
+{
+	struct pw_proc cfg = { 0 };
+	__u32 key = (__u32)pid;
+
+	if (t)
+		cfg = target_config(t);
+	loader_mark_target(skel->bss->target_bits, key);
+	if (bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &cfg, sizeof(cfg), BPF_ANY))
+		return -errno;
+	if (ao && bpf_map__update_elem(skel->maps.async_procs, &key, sizeof(key), ao, sizeof(*ao),
+				       BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static void print_counts(const struct rb_count *rbc, const __u64 *out0, const __u64 *out1)
+{
+	printf("\"records\": %llu, \"records_wrong_depth\": %llu, \"outcomes\": {",
+	       (unsigned long long)rbc->records, (unsigned long long)rbc->wrong_depth);
+	for (int i = 0; i < PW_OUT__COUNT; i++)
+		printf("%s\"%s\": %llu", i ? ", " : "", outcome_names[i],
+		       (unsigned long long)(out1[i] - out0[i]));
+	printf("}, ");
+}
+
+/* --async's part of the line: its records, outcomes and counters, and its rounds. */
+static void print_async(int prog_fd, const struct rb_count *rbc, const __u64 *out0,
+			const __u64 *out1, const struct prog_stats *rounds, __u32 n)
+{
+#define PW_ASYNC_COUNTER(c) \
+	(unsigned long long)(out1[PW_COUNTER_INDEX(c)] - out0[PW_COUNTER_INDEX(c)])
+	printf("\"async\": {\"chain_records\": %llu, \"chain_frames\": [%u, %u], ",
+	       (unsigned long long)rbc->chains, rbc->chain_frames_min, rbc->chain_frames_max);
+	print_counts(rbc, out0, out1);
+	printf("\"counters\": {\"RUNS\": %llu, \"ASYNC_RUNNING\": %llu, \"ASYNC_OUTSIDE\": %llu, "
+	       "\"ASYNC_UNKNOWN\": %llu}, ",
+	       PW_ASYNC_COUNTER(PW_CNT_RUNS), PW_ASYNC_COUNTER(PW_CNT_ASYNC_RUNNING),
+	       PW_ASYNC_COUNTER(PW_CNT_ASYNC_OUTSIDE), PW_ASYNC_COUNTER(PW_CNT_ASYNC_UNKNOWN));
+#undef PW_ASYNC_COUNTER
+	print_prog("walk", prog_fd, rounds, n);
+	printf("}");
+}
+
 static int measure(const struct opts *o)
 {
-	struct prog_stats *walk_rounds = NULL, *floor_rounds = NULL, warm;
-	__u64 out0[PW_OUT__COUNT + 1], out1[PW_OUT__COUNT + 1];
+	struct prog_stats *walk_rounds = NULL, *other_rounds = NULL, warm;
+	__u64 out0[PW_NSLOTS], out1[PW_NSLOTS], aout0[PW_NSLOTS], aout1[PW_NSLOTS];
 	struct floor_plan *plan = NULL;
-	struct pywalk_bpf *skel = NULL;
+	struct pywalk_bpf *skel = NULL, *askel = NULL;
 	struct floor_bpf *floor = NULL;
-	struct ring_buffer *rb = NULL;
-	struct rb_count rbc = { 0 };
+	struct ring_buffer *rb = NULL, *arb = NULL, *other_rb = NULL;
+	struct rb_count rbc = { 0 }, arbc = { 0 };
 	struct snapshot snap = { 0 };
+	struct pw_async_off ao = { 0 };
 	struct target t;
 	char why[512] = "";
-	int err = 0, stats_fd = -1, walk_fd, floor_fd = -1;
+	int err = 0, stats_fd = -1, walk_fd, other_fd = -1;
 	__u32 zero = 0;
 
 	walk_rounds = calloc(o->rounds, sizeof(*walk_rounds));
-	floor_rounds = calloc(o->rounds, sizeof(*floor_rounds));
+	other_rounds = calloc(o->rounds, sizeof(*other_rounds));
 	plan = calloc(1, sizeof(*plan));
-	if (!walk_rounds || !floor_rounds || !plan) {
+	if (!walk_rounds || !other_rounds || !plan) {
 		err = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
 		goto out;
@@ -360,56 +449,77 @@ static int measure(const struct opts *o)
 	if (!o->exit_path) {
 		err = target_inspect(o->pid, NULL, &t, NULL, why, sizeof(why));
 		t.id = 1;
-		if (!err)
+		if (!err && o->async)
+			err = async_offsets(&t, &ao, why, sizeof(why));
+		/* an event loop's stack changes between a task's steps: another look then */
+		for (int tries = 0; !err; tries++) {
 			err = snapshot_take(&t, o->pid, o->max_depth, plan, &snap, why,
 					    sizeof(why));
+			if (err != -EPROTO || !o->async || tries == 50)
+				break;
+			usleep(20000);
+		}
 		if (err)
 			goto out;
 	}
-	skel = pywalk_load(o->max_depth, o->kernel);
-	if (!skel) {
+	skel = pywalk_load(o->max_depth, o->kernel, 0);
+	if (skel && o->async)
+		askel = pywalk_load(o->max_depth, o->kernel, 1);
+	if (!skel || (o->async && !askel)) {
 		err = -errno;
-		snprintf(why, sizeof(why), "cannot load pywalk's BPF program: %s", strerror(errno));
+		snprintf(why, sizeof(why), "cannot load pywalk's BPF program%s: %s",
+			 skel ? " with --async" : "", strerror(errno));
 		goto out;
 	}
-	if (o->exit_path) {
+	if (o->exit_path)
 		/* one registered process that never runs, so the lookup is a miss in a non-empty
 		 * map, as in a real run */
-		struct pw_proc dummy = { 0 };
-		__u32 key = 0x3fffffff;
-
-		loader_mark_target(skel->bss->target_bits, key);
-		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &dummy,
-					   sizeof(dummy), BPF_ANY);
-	} else {
-		__u32 key = (__u32)o->pid;
-
-		struct pw_proc cfg = target_config(&t);
-
-		loader_mark_target(skel->bss->target_bits, key);
-		err = bpf_map__update_elem(skel->maps.procs, &key, sizeof(key), &cfg, sizeof(cfg),
-					   BPF_ANY);
-	}
+		err = pywalk_register(skel, 0x3fffffff, NULL, NULL);
+	else
+		err = pywalk_register(skel, o->pid, &t, NULL);
+	if (!err && askel)
+		err = pywalk_register(askel, o->pid, &t, &ao);
 	if (err) {
-		err = -errno;
-		snprintf(why, sizeof(why), "cannot configure pywalk's maps: %s", strerror(errno));
+		snprintf(why, sizeof(why), "cannot configure pywalk's maps: %s", strerror(-err));
 		goto out;
 	}
 	walk_fd = bpf_program__fd(skel->progs.on_perf_event);
 	rbc.want_frames = snap.nframes;
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, &rbc, NULL);
-	floor = floor_bpf__open_and_load();
-	if (!rb || !floor) {
+	if (!rb) {
 		err = -errno;
-		snprintf(why, sizeof(why), "cannot set up the floor program: %s", strerror(errno));
+		snprintf(why, sizeof(why), "cannot read pywalk's ring buffer: %s", strerror(errno));
 		goto out;
 	}
-	floor_fd = bpf_program__fd(floor->progs.floor_reads);
-	if (bpf_map__update_elem(floor->maps.plan, &zero, sizeof(zero), plan, sizeof(*plan),
-				 BPF_ANY)) {
-		err = -errno;
-		snprintf(why, sizeof(why), "cannot write the read plan: %s", strerror(errno));
-		goto out;
+	if (askel) {
+		/* the rounds alternate pywalk without and with --async */
+		arbc.want_frames = snap.nframes;
+		arb = ring_buffer__new(bpf_map__fd(askel->maps.events), on_record, &arbc, NULL);
+		if (!arb) {
+			err = -errno;
+			snprintf(why, sizeof(why), "cannot read pywalk's ring buffer: %s",
+				 strerror(errno));
+			goto out;
+		}
+		other_fd = bpf_program__fd(askel->progs.on_perf_event);
+		other_rb = arb;
+	} else {
+		/* the rounds alternate pywalk and the floor */
+		floor = floor_bpf__open_and_load();
+		if (!floor) {
+			err = -errno;
+			snprintf(why, sizeof(why), "cannot set up the floor program: %s",
+				 strerror(errno));
+			goto out;
+		}
+		other_fd = bpf_program__fd(floor->progs.floor_reads);
+		if (bpf_map__update_elem(floor->maps.plan, &zero, sizeof(zero), plan, sizeof(*plan),
+					 BPF_ANY)) {
+			err = -errno;
+			snprintf(why, sizeof(why), "cannot write the read plan: %s",
+				 strerror(errno));
+			goto out;
+		}
 	}
 	/* run-time statistics on while this fd is open (the kernel.bpf_stats_enabled counter) */
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -423,23 +533,29 @@ static int measure(const struct opts *o)
 	/* warm-up (thread cache, page tables, code), then ABAB.. / BABA.. alternating rounds */
 	err = run_round(walk_fd, o->pid, o->freq_hz, 200, rb, &warm);
 	if (!err && !o->exit_path)
-		err = run_round(floor_fd, o->pid, o->freq_hz, 200, NULL, &warm);
+		err = run_round(other_fd, o->pid, o->freq_hz, 200, other_rb, &warm);
 	if (!err)
 		err = outcomes_read(skel, out0);
+	if (!err && askel)
+		err = outcomes_read(askel, aout0);
 	rbc.records = rbc.wrong_depth = 0;
+	memset(&arbc, 0, sizeof(arbc));
+	arbc.want_frames = snap.nframes;
 	for (__u32 r = 0; !err && r < o->rounds; r++) {
 		if (r % 2 == 0 || o->exit_path)
 			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms, rb,
 					&walk_rounds[r]);
 		if (!err && !o->exit_path)
-			err = run_round(floor_fd, o->pid, o->freq_hz, o->round_ms, NULL,
-					&floor_rounds[r]);
+			err = run_round(other_fd, o->pid, o->freq_hz, o->round_ms, other_rb,
+					&other_rounds[r]);
 		if (!err && r % 2 == 1 && !o->exit_path)
 			err = run_round(walk_fd, o->pid, o->freq_hz, o->round_ms, rb,
 					&walk_rounds[r]);
 	}
 	if (!err)
 		err = outcomes_read(skel, out1);
+	if (!err && askel)
+		err = outcomes_read(askel, aout1);
 	if (err) {
 		snprintf(why, sizeof(why), "measuring PID %d failed: %s", o->pid, strerror(-err));
 		goto out;
@@ -454,16 +570,14 @@ static int measure(const struct opts *o)
 		       t.ver.major, t.ver.minor, t.ver.micro, t.ver.cfg.chain_kind, snap.nframes,
 		       snap.visited, plan->n, (unsigned long long)snap.read_bytes,
 		       t.ver.cfg.off.frame_read_size, t.ver.cfg.off.tstate_read_size);
-	printf("\"records\": %llu, \"records_wrong_depth\": %llu, \"outcomes\": {",
-	       (unsigned long long)rbc.records, (unsigned long long)rbc.wrong_depth);
-	for (int i = 0; i < PW_OUT__COUNT; i++)
-		printf("%s\"%s\": %llu", i ? ", " : "", outcome_names[i],
-		       (unsigned long long)(out1[i] - out0[i]));
-	printf("}, ");
+	print_counts(&rbc, out0, out1);
 	print_prog("walk", walk_fd, walk_rounds, o->rounds);
-	if (!o->exit_path) {
+	if (askel) {
 		printf(", ");
-		print_prog("floor", floor_fd, floor_rounds, o->rounds);
+		print_async(other_fd, &arbc, aout0, aout1, other_rounds, o->rounds);
+	} else if (!o->exit_path) {
+		printf(", ");
+		print_prog("floor", other_fd, other_rounds, o->rounds);
 	}
 	printf("}\n");
 out:
@@ -472,11 +586,13 @@ out:
 	if (stats_fd >= 0)
 		close(stats_fd);
 	ring_buffer__free(rb);
+	ring_buffer__free(arb);
 	floor_bpf__destroy(floor);
+	pywalk_bpf__destroy(askel);
 	pywalk_bpf__destroy(skel);
 	free(plan);
 	free(walk_rounds);
-	free(floor_rounds);
+	free(other_rounds);
 	return err;
 }
 
@@ -606,7 +722,10 @@ static void usage(FILE *f)
 		"  -t, --round-ms MS     length of one round (default 1000)\n"
 		"      --max-depth N     pywalk's --max-depth (default %d)\n"
 		"      --prog-id ID      progcost: id of a loaded perf_event program\n"
-		"      --kernel          bpfcost: pywalk's --kernel (kernel stack per sample)\n",
+		"      --kernel          bpfcost: pywalk's --kernel (kernel stack per sample)\n"
+		"      --async           bpfcost: pywalk without and with --async in alternating\n"
+		"                        rounds (no floor); PID: CPython 3.14+ running asyncio,\n"
+		"                        e.g. bench/workload.py asyncio\n",
 		PW_DEFAULT_MAX_DEPTH);
 }
 
@@ -620,6 +739,7 @@ int main(int argc, char **argv)
 		{ "max-depth", required_argument, NULL, 'D' },
 		{ "prog-id", required_argument, NULL, 'P' },
 		{ "kernel", no_argument, NULL, 'K' },
+		{ "async", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -665,6 +785,9 @@ int main(int argc, char **argv)
 		case 'K':
 			o.kernel = 1;
 			break;
+		case 'A':
+			o.async = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -672,6 +795,9 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	/* --async is bpfcost's: the other commands measure no program of a Python target */
+	if (o.async && (o.exit_path || o.hold || o.prog_id))
+		bad = 1;
 	if (bad || (!pid && !o.hold) || o.prog_id == ~0u) {
 		fprintf(stderr, "pwbench: bad command line\nTry 'pwbench --help'.\n");
 		return 2;

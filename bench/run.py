@@ -3,7 +3,8 @@
 """pywalk's benchmarks: measure, write a table and a JSON file, judge nothing.
 
   1. BPF cost per sample: kernel run-time statistics of pywalk's program, per CPython and
-     stack depth, beside a floor program that makes only the same user-memory reads.
+     stack depth, beside a floor program that makes only the same user-memory reads; and
+     (1a, also run alone) without and with --async on an asyncio workload, CPython 3.14+.
   2. Target slowdown: CPU time of a fixed workload alone vs. profiled, interleaved pairs.
   3. Aggregator cost: pywalk's own CPU time and peak RSS at sustained sample rates.
   4. Peers (perf, austin, bpftrace) in the same rounds as 2, and how well each recovers
@@ -300,6 +301,7 @@ def section_bpf(cfg, interps):
     finally:
         for p, _ in peers.values():
             stop(p, signal.SIGINT)
+    out["async"] = bpf_async_cells(cfg, out, interps)
     # per-frame slopes: (cost at the deepest - cost at the shallowest) / frames between
     for interp in todo:
         cells = sorted((c for c in out["cells"] if c["interp"] == interp.label),
@@ -380,6 +382,75 @@ def bpf_kernel_cells(cfg, out, interp, rounds, round_ms):
                 finally:
                     stop(p)
     return cells
+
+
+def section_bpf_async(cfg, interps):
+    """Section 1's --async table alone (`--sections 1a`)."""
+    out = {"hz": 999, "cells": [], "exit": None, "errors": []}
+    out["async"] = bpf_async_cells(cfg, out, interps)
+    return out
+
+
+ASYNC_DEPTH, ASYNC_AWAITERS = 10, 2  # the running task's coroutine frames, its awaiters
+
+
+def bpf_async_cells(cfg, out, interps):
+    """--async's cost per sample: pywalk's program loaded without and with --async, in
+    alternating rounds on one `asyncio` workload (its running task ASYNC_DEPTH coroutine
+    frames deep, awaited by a chain of ASYNC_AWAITERS tasks), on every CPython 3.14+."""
+    rounds, round_ms = (2, 250) if cfg.quick else (cfg.async_rounds, 500)
+    res = {"depth": ASYNC_DEPTH, "awaiters": ASYNC_AWAITERS, "rounds": rounds,
+           "round_ms": round_ms, "cells": [], "skipped": None}
+    todo = [i for i in interps if i.minor >= (3, 14)]
+    if not todo:
+        res["skipped"] = "no CPython 3.14+ found (%s)" % (
+            ", ".join(i.label for i in interps) or "none")
+        log("bpf --async: skipped: %s" % res["skipped"])
+        return res
+    for interp in todo:
+        p = None
+        try:
+            p, pid = start_workload(interp, ["asyncio", "--depth", str(ASYNC_DEPTH),
+                                             "--awaiters", str(ASYNC_AWAITERS)])
+            r = subprocess.run([cfg.pwbench, "bpfcost", "--async", "-p", str(pid),
+                                "-F", "999", "-n", str(rounds), "-t", str(round_ms)],
+                               capture_output=True, text=True, timeout=120 + rounds * 2)
+            if r.returncode:
+                raise RuntimeError(r.stderr.strip())
+            d = json.loads(r.stdout)
+            a = d["async"]
+            off, on = per_round_ns(d["walk"]["rounds"]), per_round_ns(a["walk"]["rounds"])
+            c = {"interp": interp.label, "frames": d["frames"],
+                 "chain_frames": a["chain_frames"], "off_ns": pooled_ns(d["walk"]["rounds"]),
+                 "on_ns": pooled_ns(a["walk"]["rounds"]), "off_ns_rounds": off,
+                 "on_ns_rounds": on,
+                 "runs_off": sum(x[0] for x in d["walk"]["rounds"]),
+                 "runs_on": a["counters"]["RUNS"], "running": a["counters"]["ASYNC_RUNNING"],
+                 "outside": a["counters"]["ASYNC_OUTSIDE"],
+                 "unknown": a["counters"]["ASYNC_UNKNOWN"], "chains": a["chain_records"],
+                 "shipped_on": a["outcomes"]["SHIPPED"],
+                 "xlated_insns": [d["walk"]["xlated_insns"], a["walk"]["xlated_insns"]],
+                 "verified_insns": [d["walk"]["verified_insns"], a["walk"]["verified_insns"]],
+                 "pwbench": d}
+            if off and on:
+                c["off_ns_median"], c["off_ns_min"] = statistics.median(off), min(off)
+                c["on_ns_median"], c["on_ns_min"] = statistics.median(on), min(on)
+            if len(off) == len(on) and off:
+                # the two of one round ran back to back (ABBA order): paired
+                c["adds_ns_median"] = statistics.median(y - x for x, y in zip(off, on))
+            res["cells"].append(c)
+            log("bpf --async %-24s: off %s ns, on %s ns (median of %d rounds; min %s / %s), "
+                "adds %s ns; %d of %d samples had a running task, %d chains shipped" % (
+                    interp.label, fmt(c.get("off_ns_median")), fmt(c.get("on_ns_median")),
+                    len(on), fmt(c.get("off_ns_min")), fmt(c.get("on_ns_min")),
+                    fmt(c.get("adds_ns_median"), "%+.0f"), c["running"], c["runs_on"],
+                    c["chains"]))
+        except Exception as e:  # noqa: BLE001 - one cell failing must not stop the run
+            out["errors"].append("--async %s: %s" % (interp.label, e))
+            log("bpf --async %s failed: %s" % (interp.label, e))
+        finally:
+            stop(p)
+    return res
 
 
 def bpf_exit(cfg, out, rounds, round_ms, pid_filter):
@@ -1302,7 +1373,12 @@ def render(res):
     L.append("")
 
     s1 = res.get("bpf")
-    if s1:
+    if s1 and not s1["cells"] and not s1.get("exit"):
+        # `--sections 1a`: the --async table alone
+        L.append("## 1. BPF cost per sample")
+        render_async(L, s1.get("async"))
+        L.append("")
+    elif s1:
         L.append("## 1. BPF cost per sample")
         L.append("")
         L.append("Kernel BPF statistics (run_time_ns / run_cnt) of pywalk's `on_perf_event`, "
@@ -1365,6 +1441,7 @@ def render(res):
                          c["walk"]["xlated_insns"], c["walk"]["verified_insns"],
                          c["floor"]["xlated_insns"], c["floor"]["verified_insns"],
                          ", bpftrace ustack %d" % bt["xlated_insns"] if bt else ""))
+        render_async(L, s1.get("async"))
         L.append("")
 
     s2 = res.get("slowdown")
@@ -1586,6 +1663,48 @@ def render(res):
     return "\n".join(L)
 
 
+def render_async(L, a):
+    """Section 1's --async table: each CPython's rounds without and with --async."""
+    if not a:
+        return
+    L.append("")
+    L.append("With `--async` (CPython 3.14+): `bench/workload.py asyncio`, an event loop whose "
+             "running task is %d coroutine frames deep and spins for a quarter second between "
+             "yields, awaited by a chain of %d tasks of 3 coroutine frames each. pywalk's "
+             "program is loaded twice, as `record` loads it without and with `--async` (its "
+             "rodata `async_wanted` set, the process's task table in `async_procs`), and the "
+             "two alternate on the same process, %d rounds of %d ms each (no floor here). "
+             "ns per sample: median over the rounds, min beside it; *adds*: the median over "
+             "rounds of with minus without in the same round. *frames*: the thread's stack, "
+             "and with the chain (task marks and the awaiting tasks' frames). *running task*: "
+             "samples the program counted as a running task's with its chain "
+             "(`ASYNC_RUNNING`) out of its runs; *chains*: samples shipped with one." % (
+                 a["depth"], a["awaiters"], a["rounds"], a["round_ms"]))
+    L.append("")
+    if a.get("skipped"):
+        L.append("Skipped: %s." % a["skipped"])
+        return
+    L.append("| CPython | frames | with the chain | ns without (min) | ns with --async (min) "
+             "| --async adds | with / without | running task | chains |")
+    L.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for c in a["cells"]:
+        lo, hi = c["chain_frames"]
+        L.append("| %s | %d | %s | %s (%s) | %s (%s) | %s | %s | %d/%d | %d |" % (
+            c["interp"], c["frames"], "%d" % lo if lo == hi else "%d–%d" % (lo, hi),
+            fmt(c.get("off_ns_median")), fmt(c.get("off_ns_min")),
+            fmt(c.get("on_ns_median")), fmt(c.get("on_ns_min")),
+            fmt(c.get("adds_ns_median"), "%+.0f"),
+            fmt(c["on_ns"] / c["off_ns"] if c["on_ns"] and c["off_ns"] else None, "%.2f×"),
+            c["running"], c["runs_on"], c["chains"]))
+    if a["cells"]:
+        c = a["cells"][0]
+        L.append("")
+        L.append("Program size with `--async` (%s): `on_perf_event` %d xlated instructions "
+                 "(%d verified), without it %d (%d verified)." % (
+                     c["interp"], c["xlated_insns"][1], c["verified_insns"][1],
+                     c["xlated_insns"][0], c["verified_insns"][0]))
+
+
 def judge_walk(s1):
     """Issue #13's targets for the walk, each against a figure of the same run."""
     rows = []
@@ -1718,7 +1837,10 @@ def main():
     ap.add_argument("--pwbench", default=os.path.join(ROOT, "build", "bench", "pwbench"))
     ap.add_argument("--pairs", type=int, default=20, help="interleaved rounds in section 2")
     ap.add_argument("--sections", default="1,2,3,5,6,7,8,9",
-                    help="comma list of 1,2,3,5,6,7,8,9 (4 rides on 2)")
+                    help="comma list of 1,2,3,5,6,7,8,9 (4 rides on 2; 1a: only section "
+                         "1's --async table, which 1 includes)")
+    ap.add_argument("--async-rounds", type=int, default=10,
+                    help="rounds of each variant in section 1's --async table")
     ap.add_argument("--bystander-rounds", type=int, default=8,
                     help="rounds of each variant and rate in section 8")
     ap.add_argument("--agent-seconds", type=int, default=300,
@@ -1737,6 +1859,8 @@ def main():
         return 1
     if cfg.pairs < 1:
         ap.error("--pairs must be at least 1")
+    if cfg.async_rounds < 1:
+        ap.error("--async-rounds must be at least 1")
     sections = set(cfg.sections.split(","))
     t0 = time.monotonic()
     res = {"quick": cfg.quick, "machine": machine_info(), "errors": []}
@@ -1749,8 +1873,14 @@ def main():
     if not interps:
         log("no supported CPython (3.10+) found")
         return 1
-    # section: (result key, function, whether its result holds figures)
-    table = (("1", "bpf", section_bpf, lambda r: r["cells"] and r["exit"]),
+    if "1" in sections:
+        sections.discard("1a")  # 1 includes it
+    # section: (result key, function, whether its result holds figures); the --async
+    # table has figures, or was skipped for want of a CPython 3.14+
+    table = (("1", "bpf", section_bpf, lambda r: r["cells"] and r["exit"] and (
+                 r["async"]["cells"] or r["async"]["skipped"])),
+             ("1a", "bpf", section_bpf_async,
+              lambda r: r["async"]["cells"] or r["async"]["skipped"]),
              ("2", "slowdown", section_slowdown,
               lambda r: any(t["cpu_ratio"] for g in r["groups"] for t in g["tools"])),
              ("3", "aggregator", section_aggregator, lambda r: r["scenarios"]),

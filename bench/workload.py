@@ -14,6 +14,11 @@
 #   calls  --calls N          10 Python frames deep, prints "ready PID", waits for a line
 #                             on stdin, calls os.getpid() N times (a probe hit each) and
 #                             prints "done NS", the thread CPU time of those calls
+#   asyncio --depth D --awaiters A  (3.14+ for --async) an event loop whose one running
+#                             task is D coroutine frames deep and spins there for ~0.25 s
+#                             between yields, awaited by a chain of A tasks of 3 coroutine
+#                             frames each: nearly every sample is a running task's, with
+#                             the same chain and the same stack (the --async cost)
 #
 # Protocol (split): with --wait-go it prints "ready PID" and waits for a line on stdin
 # before working, so a profiler can attach first; after the work it prints one JSON line
@@ -120,6 +125,46 @@ def run_calls(calls):
     call_getpid(7, calls)
 
 
+STRETCH = 5000000  # spin iterations between two yields of the asyncio mode (~0.25 s)
+
+
+async def burn_deep(n, started):
+    # n coroutine frames, each awaiting the next; the last spins, yielding now and then
+    if n > 1:
+        return await burn_deep(n - 1, started)
+    import asyncio
+
+    await started.wait()  # every awaiter of the chain awaits its task by now
+    say("ready %d" % os.getpid())
+    while True:
+        x = 0
+        for i in range(STRETCH):
+            x += i
+        await asyncio.sleep(0)
+
+
+async def await_task(n, task):
+    # 3 coroutine frames each (n = 3): awaits the task below it in the chain
+    if n > 1:
+        return await await_task(n - 1, task)
+    await task
+
+
+async def run_asyncio(depth, awaiters):
+    """The running task (`depth` coroutine frames) awaited by `awaiters` tasks in a chain,
+    each awaiting the one created before it; main awaits none of them."""
+    import asyncio
+
+    started = asyncio.Event()
+    task = asyncio.create_task(burn_deep(depth, started), name="burner")
+    for i in range(awaiters):
+        task = asyncio.create_task(await_task(3, task), name="awaiter-%d" % (i + 1))
+    for _ in range(3):  # every task has run once: each awaiter awaits its task
+        await asyncio.sleep(0)
+    started.set()
+    await asyncio.Event().wait()
+
+
 def make_stacks(n):
     """n distinct stacks: top(i) -> mid(j) -> leaf(k) over fanouts whose product is >= n,
     each a separate code object so each stack symbolizes differently."""
@@ -216,6 +261,10 @@ def main():
         run_progress(arg("--cpu", 0))
     elif mode == "calls":
         run_calls(arg("--calls", 100000))
+    elif mode == "asyncio":
+        import asyncio
+
+        asyncio.run(run_asyncio(arg("--depth", 10), arg("--awaiters", 2)))
     elif mode == "stacks":
         run_stacks(arg("--stacks", 1000), arg("--seconds", 0))
     elif mode == "split":
@@ -227,8 +276,8 @@ def main():
         if "--linger" in sys.argv:
             idle_wait(sys.stdin.read)
     else:
-        raise SystemExit("workload: unknown mode %r (split, depth, stacks, calls, progress)"
-                         % mode)
+        raise SystemExit("workload: unknown mode %r (split, depth, stacks, calls, progress, "
+                         "asyncio)" % mode)
 
 
 if __name__ == "__main__":
