@@ -16,7 +16,7 @@
 #include "lib/escape.h"
 #include "lib/json.h"
 #include "output/out.h"
-#include "lib/util.h"
+#include "lib/strtab.h"
 
 #include "flame_html.h" /* generated from user/output/assets/flame.html: flame_html[_len] */
 
@@ -152,42 +152,34 @@ out:
 static void add_tasks(const struct calltree *t, struct json *w)
 {
 	const struct agg *agg = profile__agg(t->p);
-	size_t n = agg__nstacks(agg), ntasks = 0, i;
+	size_t n = agg__nstacks(agg), i;
 	uint32_t *task = calloc(n ? n : 1, sizeof(*task));
-	char **names = NULL, buf[256];
-	size_t cap = 0;
+	struct strtab *names = strtab__new();
+	char buf[256];
 
-	if (!task) {
+	if (!task || !names) {
 		json_fail(w, -ENOMEM);
-		return;
+		goto out;
 	}
 	for (i = 0; i < n; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 		const char *name = profile__stack_task(t->p, agg__stack_frames(agg, s), s->nframes,
 						       buf, sizeof(buf));
-		size_t k;
+		int64_t id = name ? strtab__intern(names, name) : -1;
 
-		if (!name)
-			continue;
-		for (k = 0; k < ntasks && strcmp(names[k], name); k++)
-			;
-		if (k == ntasks) {
-			if (grow_array((void **)&names, &cap, ntasks + 1, sizeof(*names)) ||
-			    !(names[ntasks] = strdup(name))) {
-				json_fail(w, -ENOMEM);
-				goto out;
-			}
-			ntasks++;
+		if (name && id < 0) {
+			json_fail(w, (int)id);
+			goto out;
 		}
-		task[i] = (uint32_t)k + 1;
+		task[i] = (uint32_t)(id + 1);
 	}
-	if (!ntasks)
+	if (!strtab__count(names))
 		goto out;
 	json_break(w);
 	json_key(w, "tasks");
 	json_begin_array(w);
-	for (i = 0; i < ntasks; i++)
-		json_string(w, names[i]);
+	for (i = 0; i < strtab__count(names); i++)
+		json_string(w, strtab__get(names, i));
 	json_end_array(w);
 	json_break(w);
 	json_key(w, "stack_tasks");
@@ -199,9 +191,7 @@ static void add_tasks(const struct calltree *t, struct json *w)
 	}
 	json_end_array(w);
 out:
-	for (i = 0; i < ntasks; i++)
-		free(names[i]);
-	free(names);
+	strtab__free(names);
 	free(task);
 }
 
