@@ -432,11 +432,15 @@ void top_view_format_row(const struct top_layout *l, bool utf8, const struct top
 			     sizeof(text));
 	len = add_cell(out, out_size, len, text, used, l->func_cols);
 	if (l->file) {
-		/* the line number is ours and always shown; the path is cut at its start */
-		snprintf(lineno, sizeof(lineno), ":%d", names->line(names->ctx, r->func));
+		/* the line number is ours and always shown; the path is cut at its start. A
+		 * label pywalk adds ("[task NAME]", "[off-cpu: sleeping]") has neither. */
+		const char *file = names->file(names->ctx, r->func);
+
+		lineno[0] = 0;
+		if (*file)
+			snprintf(lineno, sizeof(lineno), ":%d", names->line(names->ctx, r->func));
 		room = l->file_cols - (int)strlen(lineno);
-		top_view_text(names->file(names->ctx, r->func), utf8, room, true, text,
-			      sizeof(text));
+		top_view_text(file, utf8, room, true, text, sizeof(text));
 		snprintf(out + len, out_size - len, " %s%s", text, room > 0 ? lineno : "");
 	}
 }
