@@ -4,53 +4,10 @@
  * chain goes on with the lowest address, the other two counted); names as str and as int;
  * and each way a chain is refused: a ring of tasks, a task of another loop, too many
  * tasks, a set too wide, a task that changed under the read, an unreadable name. */
-#include <setjmp.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-#include <cmocka.h>
 
-#define MEM_BASE 0x10000000ull
-#define MEM_SIZE (1 << 20)
-static uint8_t mem[MEM_SIZE];
-static uint64_t mem_used;
-
-static int mem_read(void *dst, uint32_t size, uint64_t addr)
-{
-	if (addr < MEM_BASE || addr + size > MEM_BASE + mem_used || addr + size < addr)
-		return -14; /* -EFAULT */
-	memcpy(dst, mem + (addr - MEM_BASE), size);
-	return 0;
-}
-
-#define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
+#include "synth_mem.h"
 #include "async.h"
-
-static uint64_t mem_alloc(size_t size)
-{
-	uint64_t addr = MEM_BASE + mem_used;
-
-	mem_used += (size + 15) & ~15ull;
-	assert_true(mem_used <= MEM_SIZE);
-	return addr;
-}
-
-static void put64(uint64_t addr, uint64_t v)
-{
-	memcpy(mem + (addr - MEM_BASE), &v, 8);
-}
-
-static void put32(uint64_t addr, uint32_t v)
-{
-	memcpy(mem + (addr - MEM_BASE), &v, 4);
-}
-
-static void put8(uint64_t addr, uint8_t v)
-{
-	mem[addr - MEM_BASE] = v;
-}
 
 /* A layout of our own: what matters is that the walk reads every field where the offsets
  * say, never where a real build happens to put it. */
@@ -66,8 +23,7 @@ static uint64_t str_type, int_type, coro_type, task_type, loop;
 static int reset(void **state)
 {
 	(void)state;
-	memset(mem, 0, sizeof(mem));
-	mem_used = 0;
+	mem_reset();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.off.frame_code = 0;
 	cfg.off.frame_previous = 8;

@@ -2,64 +2,14 @@
 /* The BPF frame walker (bpf/walk.h) run over synthetic memory images: complete chains per
  * version family, torn chains, cycles, bad frames, read faults and the depth bound. Every
  * outcome the walker can produce has an image here. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-#include <cmocka.h>
-
-/* ---- synthetic target memory ---------------------------------------------------------- */
-
-#define MEM_BASE 0x10000000ull
-#define MEM_SIZE (1 << 20)
-static uint8_t mem[MEM_SIZE];
-static uint64_t mem_used;
-static int reads;
-
-static int mem_read(void *dst, uint32_t size, uint64_t addr)
-{
-	reads++;
-	if (addr < MEM_BASE || addr + size > MEM_BASE + mem_used || addr + size < addr)
-		return -14; /* -EFAULT */
-	memcpy(dst, mem + (addr - MEM_BASE), size);
-	return 0;
-}
-
-#define PW_READ_USER(dst, size, addr) mem_read((dst), (size), (addr))
+#include "synth_mem.h"
 #include "walk.h"
 #include "inspect/pyver.h"
-
-static uint64_t mem_alloc(size_t size)
-{
-	uint64_t addr = MEM_BASE + mem_used;
-
-	mem_used += (size + 15) & ~15ull;
-	assert_true(mem_used <= MEM_SIZE);
-	return addr;
-}
-
-static void put64(uint64_t addr, uint64_t v)
-{
-	memcpy(mem + (addr - MEM_BASE), &v, 8);
-}
-
-static void put32(uint64_t addr, uint32_t v)
-{
-	memcpy(mem + (addr - MEM_BASE), &v, 4);
-}
-
-static void put8(uint64_t addr, uint8_t v)
-{
-	mem[addr - MEM_BASE] = v;
-}
 
 static int reset(void **state)
 {
 	(void)state;
-	memset(mem, 0, sizeof(mem));
-	mem_used = 0;
-	reads = 0;
+	mem_reset();
 	return 0;
 }
 
