@@ -372,7 +372,7 @@ static int async_offsets(const struct target *t, struct pw_async_off *ao, char *
 			 (int)st, where);
 		return -ENOENT;
 	}
-	return async_sampler_offsets(&tab, &t->ver, t->id, ao, why, why_size);
+	return async_sampler_offsets(&tab, t, ao, why, why_size);
 }
 
 /* Register the process to sample in `skel`'s maps as pywalk's loader does: `t` (NULL: a

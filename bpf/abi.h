@@ -340,6 +340,10 @@ struct pw_frame {
 /* Where the async walk finds things (map async_procs, keyed by host tgid): the table of the
  * target's _asyncio module and the generator, set and int layouts of its interpreter. */
 struct pw_async_off {
+	/* PyUnicode_Type and PyLong_Type (0: unknown): a task name of either type is read
+	 * without its type's flags */
+	__u64 str_type;
+	__u64 long_type;
 	__u32 target;	       /* the process lifetime (pw_proc.target) it describes */
 	__u16 ts_running_loop; /* in the thread state */
 	__u16 ts_running_task; /* in the thread state */
@@ -366,9 +370,9 @@ struct pw_async_off {
 	__s8 fs_finished;	   /* the first state of a finished one */
 	__u8 await_slot;	   /* what it awaits: this many stack slots below stackpointer */
 	__u8 owner_generator;	   /* FRAME_OWNED_BY_GENERATOR */
-	__u8 pad[3];
+	__u8 pad[7];
 };
-_Static_assert(sizeof(struct pw_async_off) == 52, "pw_async_off is ABI");
+_Static_assert(sizeof(struct pw_async_off) == 72, "pw_async_off is ABI");
 
 /* One task of a sample's chain (PW_SF_ASYNC): its name as the sample saw it. */
 #define PW_TASK_NAME_INT 0x80 /* kind: an int name (asyncio's "Task-N" counter) */

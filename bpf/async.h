@@ -22,6 +22,10 @@
 #include "walk.h"
 
 #define PW_ASYNC_BLOCK_BUF 512
+/* Bytes of a task name read at once (its header, then as many characters as fit); a
+ * name whose object is shorter than that, at the end of a mapping, is read in two. */
+#define PW_ASYNC_NAME_READ 160
+#define PW_ASYNC_NAME_HEAD 64
 _Static_assert(PW_ASYNC_BLOCK <= PW_ASYNC_BLOCK_BUF, "the block fits its buffer");
 
 enum pw_async_phase {
@@ -37,7 +41,8 @@ struct pw_asyncmem {
 	/* a coroutine, with room for a whole frame image past its end, so that the frame's
 	 * loads (bounded by PW_FRAME_READ_MAX) stay inside the buffer */
 	__u64 gen[(PW_ASYNC_GEN_READ + PW_FRAME_READ_MAX) / 8];
-	__u64 obj[8];			   /* a task name's object head */
+	/* a task name's object: its head and, for a short name, its characters, in one read */
+	__u64 obj[PW_ASYNC_NAME_READ / 8];
 	__u64 set[PW_ASYNC_SET_CHUNK * 2]; /* (key, hash) entries of an awaiters set */
 	/* marks and awaiting tasks' frames (at most PW_ASYNC_BLOCK: a power of two above it
 	 * lets every index be masked into the buffer) */
@@ -63,7 +68,7 @@ struct pw_async {
 	__u8 phase;
 	__u8 outcome;	/* PW_OUT__CONTINUE until the walk ends */
 	__u8 set_after; /* the task read last is awaited by a set: scan it next */
-	__u8 pad;
+	__u8 followed;	/* `coro` is what the last coroutine awaits: maybe no coroutine */
 };
 
 /* Start the walk of the thread state at `tstate`. 1: the thread runs a task, and the walk
@@ -85,6 +90,7 @@ PW_INLINE int pw_async_begin(struct pw_async *a, const struct pw_async_off *o, _
 	a->phase = PW_APH_TASK;
 	a->outcome = PW_OUT__CONTINUE;
 	a->set_after = 0;
+	a->followed = 0;
 	if (PW_READ_USER(&a->running, sizeof(a->running), tstate + o->ts_running_task))
 		goto fault;
 	if (!a->running)
@@ -128,7 +134,7 @@ PW_INLINE int pw_async_name(const struct pw_proc *cfg, const struct pw_async_off
 {
 	const __u8 *h = (const __u8 *)m->obj;
 	__u64 type, flags = 0, length, lv_tag, nd;
-	__u32 state, kind, shift = cfg->obj.str_kind_shift & 15, bytes, data;
+	__u32 state, kind, shift = cfg->obj.str_kind_shift & 15, bytes, data, have;
 
 	n->kind = 0;
 	n->negative = 0;
@@ -136,25 +142,38 @@ PW_INLINE int pw_async_name(const struct pw_proc *cfg, const struct pw_async_off
 	n->value = 0;
 	if (!name)
 		return 0;
-	if (PW_READ_USER(m->obj, sizeof(m->obj), name))
+	/* one read for the head and a short name's characters; the head alone when the
+	 * object ends sooner, next to unmapped memory */
+	have = PW_ASYNC_NAME_READ;
+	if (PW_READ_USER(m->obj, PW_ASYNC_NAME_READ, name)) {
+		have = PW_ASYNC_NAME_HEAD;
+		if (PW_READ_USER(m->obj, PW_ASYNC_NAME_HEAD, name))
+			return -1;
+	}
+	type = pw_load_u64(h, o->ob_type, PW_ASYNC_NAME_HEAD);
+	if (!type)
 		return -1;
-	type = pw_load_u64(h, o->ob_type, sizeof(m->obj));
-	if (!type || PW_READ_USER(&flags, sizeof(flags), type + o->tp_flags))
+	/* a str or an int as asyncio makes them; a subclass by its type's flags */
+	if (type == o->str_type)
+		flags = 1ull << 28;
+	else if (type == o->long_type)
+		flags = 1ull << 24;
+	else if (PW_READ_USER(&flags, sizeof(flags), type + o->tp_flags))
 		return -1;
 	if (flags & (1ull << 24)) {
 		/* an int (Py_TPFLAGS_LONG_SUBCLASS): lv_tag is the digit count << 3 | sign
 		 * (0 positive, 1 zero, 2 negative); 30-bit digits */
-		lv_tag = pw_load_u64(h, o->long_lv_tag, sizeof(m->obj));
+		lv_tag = pw_load_u64(h, o->long_lv_tag, PW_ASYNC_NAME_HEAD);
 		nd = lv_tag >> 3;
 		if ((lv_tag & 3) == 3 || nd > 2)
 			return 0; /* no int a task is named by: shown as unnamed */
 		if ((lv_tag & 3) != 1 && nd) {
-			n->value = pw_load_u32(h, o->long_digit, sizeof(m->obj)) & 0x3fffffff;
+			n->value = pw_load_u32(h, o->long_digit, PW_ASYNC_NAME_HEAD) & 0x3fffffff;
 			if (nd == 2)
-				n->value |=
-					(__u64)(pw_load_u32(h, o->long_digit + 4, sizeof(m->obj)) &
-						0x3fffffff)
-					<< 30;
+				n->value |= (__u64)(pw_load_u32(h, o->long_digit + 4,
+								PW_ASYNC_NAME_HEAD) &
+						    0x3fffffff)
+					    << 30;
 		}
 		n->negative = (lv_tag & 3) == 2;
 		n->kind = PW_TASK_NAME_INT;
@@ -162,8 +181,8 @@ PW_INLINE int pw_async_name(const struct pw_proc *cfg, const struct pw_async_off
 	}
 	if (!(flags & (1ull << 28)))
 		return 0; /* neither str nor int (Py_TPFLAGS_UNICODE_SUBCLASS) */
-	length = pw_load_u64(h, cfg->obj.str_length, sizeof(m->obj));
-	state = pw_load_u32(h, cfg->obj.str_state, sizeof(m->obj));
+	length = pw_load_u64(h, cfg->obj.str_length, PW_ASYNC_NAME_HEAD);
+	state = pw_load_u32(h, cfg->obj.str_state, PW_ASYNC_NAME_HEAD);
 	kind = (state >> shift) & 7;
 	if (!((state >> (shift + 3)) & 1) || (kind != 1 && kind != 2 && kind != 4))
 		return 0; /* not a compact str: not one asyncio makes */
@@ -171,8 +190,14 @@ PW_INLINE int pw_async_name(const struct pw_proc *cfg, const struct pw_async_off
 	bytes = length > PW_TASK_NAME_MAX ? PW_TASK_NAME_MAX : (__u32)length * kind;
 	if (bytes > PW_TASK_NAME_MAX)
 		bytes = PW_TASK_NAME_MAX;
-	if (bytes && PW_READ_USER(n->data, bytes & (2 * PW_TASK_NAME_MAX - 1), name + data))
+	if (data <= PW_ASYNC_NAME_READ - PW_TASK_NAME_MAX && data + bytes <= have) {
+		/* the characters came with the head (bytes past the name are not used) */
+		__builtin_memcpy(n->data, h + (data & 127), /* <= 96: what the test above allows */
+				 PW_TASK_NAME_MAX);
+	} else if (bytes &&
+		   PW_READ_USER(n->data, bytes & (2 * PW_TASK_NAME_MAX - 1), name + data)) {
 		return -1;
+	}
 	n->length = length > 0xffffffffull ? 0xffffffffu : (__u32)length;
 	n->kind = (__u8)kind;
 	return 0;
@@ -267,6 +292,7 @@ PW_INLINE void pw_async_task(struct pw_async *a, const struct pw_proc *cfg,
 	}
 	a->coro = coro;
 	a->coro_type = 0;
+	a->followed = 0;
 	a->phase = PW_APH_CORO;
 }
 
@@ -278,7 +304,7 @@ PW_INLINE void pw_async_coro(struct pw_async *a, const struct pw_proc *cfg,
 	const __u8 *g = (const __u8 *)m->gen;
 	const __u8 *f = g + (o->gen_iframe & (PW_ASYNC_GEN_READ - 1));
 	__u32 read = o->gen_read, instr = PW_INSTR_NONE, tag = 0;
-	__u64 c = a->coro, type, code, ip, sp, awaited = 0, atype = 0;
+	__u64 c = a->coro, type, code, ip, sp, awaited = 0;
 	__s8 state;
 	__u8 verdict;
 
@@ -291,15 +317,23 @@ PW_INLINE void pw_async_coro(struct pw_async *a, const struct pw_proc *cfg,
 	if (read > PW_ASYNC_GEN_READ)
 		read = PW_ASYNC_GEN_READ;
 	if (PW_READ_USER(m->gen, read, c)) {
+		/* what a coroutine awaits may be a smaller object, which can end next to
+		 * unmapped memory: no coroutine, the frames end */
+		if (a->followed)
+			goto task_done;
 		a->outcome = PW_OUT_ASYNC_FAULT;
 		return;
 	}
+	type = pw_load_u64(g, o->ob_type, PW_ASYNC_GEN_READ);
+	/* followed while it is a coroutine of the same type as the task's own (else a
+	 * future or an iterator: the frames end) */
+	if (a->followed && type != a->coro_type)
+		goto task_done;
+	if (!a->coro_type)
+		a->coro_type = type;
 	state = (__s8)pw_load_u8(g, o->gen_frame_state, PW_ASYNC_GEN_READ);
 	if (state >= o->fs_finished)
 		goto task_done; /* it has returned: nothing of it to show */
-	type = pw_load_u64(g, o->ob_type, PW_ASYNC_GEN_READ);
-	if (!a->coro_type)
-		a->coro_type = type;
 	if (pw_load_u8(f, cfg->off.frame_owner, PW_FRAME_READ_MAX) != o->owner_generator) {
 		a->outcome = PW_OUT_ASYNC_FAULT;
 		return;
@@ -335,16 +369,15 @@ PW_INLINE void pw_async_coro(struct pw_async *a, const struct pw_proc *cfg,
 	a->coro = 0;
 	if (state != o->fs_yield_from && state != o->fs_yield_from_locked)
 		goto task_done;
-	/* suspended in await: what it awaits sits in its value stack, followed while it is a
-	 * coroutine of the same type (else a future or an iterator: the frames end) */
+	/* suspended in await: what it awaits sits in its value stack, read next (its type
+	 * is checked with it) */
 	sp = pw_load_u64(f, o->frame_stackpointer, PW_FRAME_READ_MAX);
 	if (!sp || PW_READ_USER(&awaited, sizeof(awaited), sp - 8ull * o->await_slot))
 		goto task_done;
 	awaited &= ~3ull;
-	if (!awaited || PW_READ_USER(&atype, sizeof(atype), awaited + o->ob_type))
-		goto task_done;
-	if (atype == a->coro_type) {
+	if (awaited) {
 		a->coro = awaited;
+		a->followed = 1;
 		return;
 	}
 task_done:

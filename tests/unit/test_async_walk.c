@@ -231,6 +231,51 @@ static void test_chain_through_coroutines_and_a_set(void **state)
 	assert_int_equal(amem.names[1].awaiters, 2); /* the other two of the set */
 	assert_memory_equal(amem.names[2].data, "waiter-low", 10);
 	assert_int_equal(amem.names[2].awaiters, 0);
+
+	/* the same with the str and int types known: their flags are not read (cleared here,
+	 * they would say neither), and the names come whole */
+	o.str_type = str_type;
+	o.long_type = int_type;
+	put64(str_type + o.tp_flags, 0);
+	put64(int_type + o.tp_flags, 0);
+	memset(&amem, 0xa5, sizeof(amem));
+	assert_int_equal(run(&a, ts), PW_OUT__CONTINUE);
+	assert_int_equal(a.ntasks, 3);
+	assert_int_equal(a.nblock, 6);
+	assert_int_equal(amem.names[0].kind, 1);
+	assert_memory_equal(amem.names[0].data, "running", 7);
+	assert_int_equal(amem.names[1].kind, PW_TASK_NAME_INT);
+	assert_int_equal(amem.names[1].value, 7);
+	assert_memory_equal(amem.names[2].data, "waiter-low", 10);
+}
+
+/* A name longer than what one read brings with its head: its characters read apart, cut
+ * at what a sample carries; its length whole. */
+static void test_long_name_is_read_apart_and_cut(void **state)
+{
+	char name[200];
+	uint64_t code = mem_alloc(512), t_r, ts;
+	struct pw_async a;
+
+	(void)state;
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	o.str_type = str_type;
+	t_r = task(str_obj(name), coro(code, 1, 0), 0, false);
+	assert_int_equal(run(&a, thread_state(t_r)), PW_OUT__CONTINUE);
+	assert_int_equal(amem.names[0].kind, 1);
+	assert_int_equal(amem.names[0].length, sizeof(name) - 1);
+	assert_memory_equal(amem.names[0].data, name, PW_TASK_NAME_MAX);
+
+	/* a short name at the very end of the memory: the long read fails, the head alone
+	 * holds it */
+	t_r = task(0, coro(code, 1, 0), 0, false);
+	ts = thread_state(t_r);
+	put64(t_r + o.task_name, str_obj("tail"));
+	assert_true(mem_read(amem.obj, PW_ASYNC_NAME_READ, MEM_BASE + mem_used - 80) != 0);
+	assert_int_equal(run(&a, ts), PW_OUT__CONTINUE);
+	assert_int_equal(amem.names[0].length, 4);
+	assert_memory_equal(amem.names[0].data, "tail", 4);
 }
 
 static void test_ring_of_tasks_is_a_cycle(void **state)
@@ -317,6 +362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_no_running_task_is_no_chain, reset),
 		cmocka_unit_test_setup(test_chain_through_coroutines_and_a_set, reset),
+		cmocka_unit_test_setup(test_long_name_is_read_apart_and_cut, reset),
 		cmocka_unit_test_setup(test_ring_of_tasks_is_a_cycle, reset),
 		cmocka_unit_test_setup(test_awaiter_of_another_loop_is_refused, reset),
 		cmocka_unit_test_setup(test_chain_longer_than_the_bound_is_refused, reset),

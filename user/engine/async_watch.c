@@ -20,12 +20,9 @@
 #define LOOKS_PER_SECOND 50
 
 struct watched {
-	pid_t pid;
-	uint32_t id;
+	struct target t;
 	uint64_t next_ns, wait_ns;
 	bool said_bad; /* a forged table was said once: each look counts it, not says it */
-	char binary[256];
-	struct py_version ver;
 };
 
 struct async_watch {
@@ -81,7 +78,7 @@ static int look(struct async_watch *w, size_t i)
 	char why[512];
 	unsigned int rejected = 0;
 	enum async_status st =
-		async_table_find(x->pid, x->binary, &tab, why, sizeof(why), &rejected);
+		async_table_find(x->t.pid, x->t.binary, &tab, why, sizeof(why), &rejected);
 	int err;
 
 	/* a process's forged tables are counted once, however often it is looked at */
@@ -95,20 +92,20 @@ static int look(struct async_watch *w, size_t i)
 		/* a forged table: counted, and the process is looked at again (a real
 		 * _asyncio may still be loaded) */
 		if (!x->said_bad)
-			say_not_read(x->pid, why);
+			say_not_read(x->t.pid, why);
 		x->said_bad = true;
 		return 0;
 	}
-	if (async_sampler_offsets(&tab, &x->ver, x->id, &o, why, sizeof(why))) {
+	if (async_sampler_offsets(&tab, &x->t, &o, why, sizeof(why))) {
 		w->stats.rejected++;
-		say_not_read(x->pid, why);
+		say_not_read(x->t.pid, why);
 		return 1;
 	}
 	x->said_bad |= rejected != 0;
-	err = loader__set_async(w->ld, x->pid, &o);
+	err = loader__set_async(w->ld, x->t.pid, &o);
 	if (err) {
 		w->stats.not_written++;
-		pw_debug("PID %d: asyncio table not given to the sampler: %s\n", x->pid,
+		pw_debug("PID %d: asyncio table not given to the sampler: %s\n", x->t.pid,
 			 strerror(-err));
 		return err == -E2BIG ? 1 : 0;
 	}
@@ -128,10 +125,7 @@ int async_watch__add(struct async_watch *w, const struct target *t, uint64_t now
 		return -ENOMEM;
 	x = &w->w[w->n++];
 	memset(x, 0, sizeof(*x));
-	x->pid = t->pid;
-	x->id = t->id;
-	x->ver = t->ver;
-	snprintf(x->binary, sizeof(x->binary), "%s", t->binary);
+	x->t = *t;
 	x->wait_ns = FIRST_WAIT_NS;
 	x->next_ns = now; /* at the next tick: a program that had imported it already */
 	w->stats.watching = w->n;
@@ -141,7 +135,7 @@ int async_watch__add(struct async_watch *w, const struct target *t, uint64_t now
 void async_watch__remove(struct async_watch *w, uint32_t id)
 {
 	for (size_t i = 0; i < w->n; i++) {
-		if (w->w[i].id == id) {
+		if (w->w[i].t.id == id) {
 			drop(w, i);
 			return;
 		}

@@ -58,6 +58,10 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct elf
 			*version_vaddr = sym.st_value;
 		else if (!out->code_type_vaddr && !strcmp(name, "PyCode_Type"))
 			out->code_type_vaddr = sym.st_value;
+		else if (!out->str_type_vaddr && !strcmp(name, "PyUnicode_Type"))
+			out->str_type_vaddr = sym.st_value;
+		else if (!out->long_type_vaddr && !strcmp(name, "PyLong_Type"))
+			out->long_type_vaddr = sym.st_value;
 	}
 }
 

@@ -10,6 +10,8 @@ struct elf_pyinfo {
 	uint64_t runtime_vaddr;	   /* _PyRuntime (symbol, else the .PyRuntime section); 0 = none */
 	uint64_t py_version;	   /* value of the Py_Version constant (3.11+), 0 = not found */
 	uint64_t code_type_vaddr;  /* PyCode_Type, 0 = not found */
+	uint64_t str_type_vaddr;   /* PyUnicode_Type, 0 = not found */
+	uint64_t long_type_vaddr;  /* PyLong_Type, 0 = not found */
 	uint64_t first_load_vaddr; /* p_vaddr of the first PT_LOAD, page-aligned down */
 	uint64_t runtime_offset;   /* file offset of runtime_vaddr's bytes (valid when
 				    * runtime_in_file): where a complete mapping shows them */

@@ -351,6 +351,8 @@ int target_inspect(pid_t pid, struct target_cache *cache, struct target *t, bool
 		return -ENOEXEC;
 	}
 	t->code_type = info.code_type_vaddr ? info.code_type_vaddr + bias : 0;
+	t->str_type = info.str_type_vaddr ? info.str_type_vaddr + bias : 0;
+	t->long_type = info.long_type_vaddr ? info.long_type_vaddr + bias : 0;
 	err = pyver_detect(pid, info.runtime_vaddr + bias, &info, &t->ver, why, why_size);
 	if (err)
 		return err;

@@ -29,6 +29,8 @@ struct target {
 	bool service_asked; /* the service name came from the process's environment */
 	char binary[256];   /* the file holding _PyRuntime, as the target sees it */
 	uint64_t code_type; /* runtime address of PyCode_Type, 0 = unknown */
+	uint64_t str_type;  /* of PyUnicode_Type and PyLong_Type (--async: task names) */
+	uint64_t long_type;
 	struct py_version ver;
 };
 

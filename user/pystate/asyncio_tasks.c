@@ -588,9 +588,10 @@ static bool fits(uint64_t off, unsigned int size, unsigned int limit)
 	return off <= limit && size <= limit - off;
 }
 
-int async_sampler_offsets(const struct async_table *tab, const struct py_version *ver,
-			  uint32_t target, struct pw_async_off *o, char *why, size_t why_size)
+int async_sampler_offsets(const struct async_table *tab, const struct target *t,
+			  struct pw_async_off *o, char *why, size_t why_size)
 {
+	const struct py_version *ver = &t->ver;
 	const struct py_asynclayout *a = &ver->aio;
 	const struct py_objlayout *ob = &ver->obj;
 	const struct pw_offsets *fo = &ver->cfg.off;
@@ -629,7 +630,9 @@ int async_sampler_offsets(const struct async_table *tab, const struct py_version
 		snprintf(why, why_size, "the asyncio table does not fit the sampler: %s", bad);
 		return -EPROTO;
 	}
-	o->target = target;
+	o->target = t->id;
+	o->str_type = t->str_type;
+	o->long_type = t->long_type;
 	o->ts_running_loop = (uint16_t)tab->ts_running_loop;
 	o->ts_running_task = (uint16_t)tab->ts_running_task;
 	o->task_read = (uint16_t)task_read;

@@ -80,11 +80,11 @@ _Static_assert(sizeof(struct async_table) == 104, "Py_AsyncioModuleDebugOffsets 
 enum async_status async_table_find(pid_t pid, const char *binary, struct async_table *tab,
 				   char *why, size_t why_size, unsigned int *rejected);
 
-/* The sampler's offsets (--async) of a process of version `ver` whose table is `tab`, for
- * its lifetime `target`. 0, or -EPROTO with the reason in `why` when the layouts do not
- * fit what the sampler reads. */
-int async_sampler_offsets(const struct async_table *tab, const struct py_version *ver,
-			  uint32_t target, struct pw_async_off *o, char *why, size_t why_size);
+/* The sampler's offsets (--async) of target `t` (its version, lifetime and types) whose
+ * table is `tab`. 0, or -EPROTO with the reason in `why` when the layouts do not fit what
+ * the sampler reads. */
+int async_sampler_offsets(const struct async_table *tab, const struct target *t,
+			  struct pw_async_off *o, char *why, size_t why_size);
 
 /* Find the table of target `t` now (it appears once the program imports asyncio). */
 int async_tasks_read(const struct target *t, uint32_t max_depth, struct async_tasks *out);
