@@ -22,7 +22,9 @@
 struct watched {
 	struct target t;
 	uint64_t next_ns, wait_ns;
-	bool said_bad; /* a forged table was said once: each look counts it, not says it */
+	bool said_bad;	/* a forged table was said once: each look counts it, not says it */
+	bool in_module; /* its interpreter has none built in: only _asyncio modules are looked
+			 * in (the interpreter's file is opened once, not at every look) */
 };
 
 struct async_watch {
@@ -77,15 +79,17 @@ static int look(struct async_watch *w, size_t i)
 	struct pw_async_off o;
 	char why[512];
 	unsigned int rejected = 0;
-	enum async_status st =
-		async_table_find(x->t.pid, x->t.binary, &tab, why, sizeof(why), &rejected);
+	enum async_status st = async_table_find(x->t.pid, x->in_module ? NULL : x->t.binary, &tab,
+						why, sizeof(why), &rejected);
 	int err;
 
 	/* a process's forged tables are counted once, however often it is looked at */
 	if (rejected && !x->said_bad)
 		w->stats.rejected += rejected;
-	if (st == ASYNC_NOT_IMPORTED)
+	if (st == ASYNC_NOT_IMPORTED) {
+		x->in_module = true;
 		return 0;
+	}
 	if (st == ASYNC_UNREADABLE)
 		return 0; /* gone, or not yet readable: its end removes it */
 	if (st == ASYNC_BAD_TABLE) {

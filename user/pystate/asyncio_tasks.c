@@ -118,7 +118,7 @@ enum async_status async_table_find(pid_t pid, const char *binary, struct async_t
 		int fd;
 
 		if (!m->path || m->offset || !m->inode ||
-		    (!is_asyncio_module(m->path) && strcmp(m->path, binary)))
+		    (!is_asyncio_module(m->path) && (!binary || strcmp(m->path, binary))))
 			continue;
 		fd = proc_open_mapped_file(pid, m);
 		if (fd < 0)

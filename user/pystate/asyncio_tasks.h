@@ -74,7 +74,7 @@ struct async_table {
 _Static_assert(sizeof(struct async_table) == 104, "Py_AsyncioModuleDebugOffsets is 13 words");
 
 /* The table of process `pid` (`binary`: the file holding its interpreter, which has it when
- * _asyncio is built in) as its maps show it now: ASYNC_OK with *tab set and the file it
+ * _asyncio is built in; NULL: look in _asyncio modules only) as its maps show it now: ASYNC_OK with *tab set and the file it
  * came from in `why`, or why not (ASYNC_NOT_IMPORTED, ASYNC_BAD_TABLE, ASYNC_UNREADABLE),
  * said in `why`. Each table with impossible sizes adds one to *rejected (may be NULL). */
 enum async_status async_table_find(pid_t pid, const char *binary, struct async_table *tab,
