@@ -1028,7 +1028,7 @@ def long_options(pywalk, command):
 
 
 VALUES = {"pid": "1", "frequency": "49", "rate": "49", "event": "cpu-clock",
-          "max-depth": "100", "max-processes": "64", "symbol-cache": "8M",
+          "max-depth": "100", "max-processes": "64", "symbol-cache": "8M", "ring-size": "1M",
           "interval": "5s", "export-dir": "/nonexistent/dir", "keep": "1h",
           "keep-size": "10M", "pyroscope": "http://127.0.0.1:1", "tenant": "t1",
           "parca": "http://127.0.0.1:1", "otlp": "http://127.0.0.1:1",
