@@ -790,6 +790,135 @@ def window_span(path):
     return int(top["9"]), int(top["10"])
 
 
+# The helper that steps CLOCK_REALTIME: it puts the clock back where it would have been (the
+# time passed measured on CLOCK_MONOTONIC, which a step does not move) when told to, when
+# the test's process dies (its stdin closes), when signalled, or after its time is up,
+# whichever comes first, so a test that fails or is killed never leaves the machine's
+# clock wrong.
+CLOCK_STEPPER = r"""
+import select, signal, sys, time
+RT, MONO = time.CLOCK_REALTIME, time.CLOCK_MONOTONIC
+step_ns, longest = int(sys.argv[1]), float(sys.argv[2])
+for sig in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, lambda *a: sys.exit(1))
+m0 = time.clock_gettime_ns(MONO)
+r0 = time.clock_gettime_ns(RT)
+m0 = (m0 + time.clock_gettime_ns(MONO)) // 2
+def true_now():
+    return r0 + time.clock_gettime_ns(MONO) - m0
+try:
+    time.clock_settime_ns(RT, true_now() + step_ns)
+    print("STEPPED", flush=True)
+    select.select([sys.stdin], [], [], longest)
+finally:
+    time.clock_settime_ns(RT, true_now())
+    print("RESTORED %d" % (time.clock_gettime_ns(RT) - true_now()), flush=True)
+"""
+
+
+@contextlib.contextmanager
+def realtime_stepped(seconds, longest=20):
+    """The machine's CLOCK_REALTIME stepped by `seconds` (negative: back) for the body, at
+    most `longest` seconds, then put back. There is no namespace for this clock (a time
+    namespace moves only CLOCK_MONOTONIC and CLOCK_BOOTTIME): the step is the host's, so it
+    is kept short."""
+    helper = subprocess.Popen([shutil.which("python3") or "/usr/bin/python3", "-c",
+                               CLOCK_STEPPER, str(int(seconds * 1e9)), str(longest)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        line = helper.stdout.readline()
+        assert line == b"STEPPED\n", "the clock stepper said %r (exit %s)" % (
+            line, helper.poll())
+        yield
+    finally:
+        helper.stdin.close()
+        out = helper.stdout.read()
+        helper.wait(timeout=30)
+        helper.stdout.close()
+    assert out.startswith(b"RESTORED "), "the clock stepper said %r (exit %s)" % (
+        out, helper.returncode)
+
+
+@pytest.mark.core_only
+@pytest.mark.parametrize("step", [-3600, 3600], ids=["back-then-forward", "forward-then-back"])
+def test_clock_stepped_windows_stay_ordered(pywalk, interp, start_target, agents, tmp_path,
+                                            go_env, step):
+    """CLOCK_REALTIME stepped an hour back (or forward) while the agent runs, then put back
+    where it would have been: the exported windows stay in the order they were closed,
+    their names sort so, none overlaps the one before, each lasts about its interval (not
+    0 s across a step back, not an hour across a step forward), they add up to the samples
+    shipped, and the log says what the clock did.
+
+    The windows are stamped on the agent's own time line: the wall clock read once, then
+    the time elapsed (CLOCK_BOOTTIME, which no step moves). A clock ahead of the line (a
+    step forward) is followed where the next window starts, leaving a gap the size of the
+    step; a clock behind it (a step back) is not, as that would start a window before ones
+    already exported: the line goes on, ahead of the clock, until the clock catches up. So
+    back then forward: the windows meet end to start throughout and the last ends at the
+    clock; forward then back: one gap of an hour, and the last ends an hour ahead of the
+    clock. Before the time line, each window's ends were read from the wall clock: the
+    window open at a step back lasted 0 s and the next one started an hour before it."""
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "-F", "199", "--interval", "1s", "--export-dir", d],
+                tmp_path, metrics=False)
+    wait_for(lambda: len(exported(d)) >= 2, 30, "two windows exported")
+    with realtime_stepped(step):
+        stepped_at = len(exported(d))
+        wait_for(lambda: len(exported(d)) >= stepped_at + 2, 30,
+                 lambda: "two windows closed with the clock stepped\n" + ag.stderr())
+        while_stepped = len(exported(d)) - stepped_at
+    restored_at = len(exported(d))
+    wait_for(lambda: len(exported(d)) >= restored_at + 2, 30,
+             lambda: "two windows after the clock came back\n" + ag.stderr())
+    rc, _ = ag.stop()
+    stopped_wall_ns = time.time_ns()
+    assert rc == 0, ag.stderr()
+    shipped, not_counted = ag.summary()
+    files = exported(d)
+    by_seq = sorted(files, key=lambda n: int(NAME_RE.match(n).group(4)))
+    assert [int(NAME_RE.match(n).group(4)) for n in by_seq] == list(range(len(by_seq))), \
+        "files missing: %s" % by_seq
+    assert sorted(files) == by_seq, "names do not sort in the order the windows closed:\n" \
+        + "\n".join(by_seq)
+    spans, in_files = [], 0
+    for name in by_seq:
+        in_files += Raw(pprof_raw(go_env, files[name])).total()
+        spans.append(window_span(files[name]) + (name,))
+    shown = "\n".join("%s: start %+.3f s, %.3f s" % (n, (s - spans[0][0]) / 1e9, du / 1e9)
+                      for s, du, n in spans)
+    gaps = [s1 - (s0 + d0) for (s0, d0, _), (s1, _, _) in zip(spans, spans[1:])]
+    last_end = spans[-1][0] + spans[-1][1]
+    print("clock stepped %+d s and back: %d windows (%d before the step, %d while "
+          "stepped), gaps %s s, the last ends %+.3f s from the clock; %d samples in files, "
+          "%d not counted, %d shipped\n%s" % (
+              step, len(spans), stepped_at, while_stepped, [round(g / 1e9, 3) for g in gaps],
+              (last_end - stopped_wall_ns) / 1e9, in_files, not_counted, shipped, shown))
+    assert min(gaps) >= 0, "windows overlap:\n" + shown
+    for s, du, n in spans:
+        assert 0 < du < 10e9, "%s lasts %.3f s:\n%s" % (n, du / 1e9, shown)
+    ahead = max(step, 0) * 1e9  # where the line is left against the clock
+    if step < 0:
+        assert max(gaps) == 0, "windows do not meet end to start:\n" + shown
+    else:
+        # one gap, the step's size give or take how long the stepper took
+        assert sorted(gaps)[-2] == 0 and abs(max(gaps) - step * 1e9) < 5e9, \
+            "not one gap of %d s:\n%s" % (step, shown)
+    assert abs(last_end - stopped_wall_ns - ahead) < 5e9, \
+        "the last window ends %.3f s from the clock at the stop:\n%s" % (
+            (last_end - stopped_wall_ns) / 1e9, shown)
+    assert in_files + not_counted == shipped, (in_files, not_counted, shipped)
+    # the log says what the clock did
+    err = ag.stderr()
+    behind = re.search(r"warning: the clock is 3[56]\d\d\.\d+ s behind the windows' time "
+                       r"line \(stepped back\?\)", err)
+    forward = re.search(r"warning: the clock is 3[56]\d\d\.\d+ s ahead of the windows' "
+                        r"time line \(stepped forward\?\)", err)
+    assert behind and bool(forward) == (step > 0), err
+    assert ("the clock is back on the windows' time line" in err) == (step < 0), err
+
+
 def old_name(when, pid=1, seq=0):
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(when)) + ".000Z-old-%d-%d.pb.gz" % (
         pid, seq)
