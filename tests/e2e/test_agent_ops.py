@@ -25,18 +25,22 @@ tests/targets/known_shape.py on the core interpreter (Debian's python3.11).
 Tools: prometheus and promtool (prometheus), go (golang-go), systemd-analyze; installed by
 scripts/install-deps.sh. A missing one fails under CI and skips elsewhere.
 """
+import ast
 import calendar
 import contextlib
+import ctypes
 import errno
 import glob
 import gzip
 import json
 import os
 import pathlib
+import platform
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -788,6 +792,191 @@ def window_span(path):
     assert r.returncode == 0, r.stderr
     top = dict(re.findall(r"^(9|10): (\d+)$", r.stdout.decode(), re.M))
     return int(top["9"]), int(top["10"])
+
+
+# --- faults: the ring buffer full, an exec storm, the clock stepped -----------------
+
+# code objects of their own that an expression makes, by the name CPython gives them (3.12+
+# runs list, set and dict comprehensions inline, in the enclosing code)
+EXPRESSION_SCOPES = {ast.Lambda: "<lambda>", ast.GeneratorExp: "<genexpr>",
+                     ast.ListComp: "<listcomp>", ast.SetComp: "<setcomp>",
+                     ast.DictComp: "<dictcomp>"}
+
+
+def source_scopes(path):
+    """[(first line, last line, qualname, expression)] of every function, class, lambda and
+    comprehension of a script."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name, expression = child.name, False
+            elif type(child) in EXPRESSION_SCOPES:
+                name, expression = EXPRESSION_SCOPES[type(child)], True
+            else:
+                visit(child, prefix)
+                continue
+            qual = prefix + name
+            out.append((child.lineno, child.end_lineno, qual, expression))
+            visit(child, qual + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
+    visit(tree, "")
+    return out
+
+
+def misnamed(frame, scopes):
+    """Why a (qualname, path, line) frame of a script whose scopes are given is not one the
+    script has (its line outside the code it is named after), or None."""
+    qual, _, line = frame
+    if line == 0 and qual in [s[2] for s in scopes] + ["<module>"]:
+        return None  # an instruction with no line (CPython has some)
+    inner = sorted(s for s in scopes if s[0] <= line <= s[1])
+    want = [s[2] for s in inner] or ["<module>"]
+    # the innermost code; a def line is also the enclosing code's, which runs the def
+    # statement, and so is every line of an expression's code (which the enclosing code
+    # makes and calls, or runs inline)
+    keep = 1
+    while keep <= len(inner) and (inner[-keep][0] == line or inner[-keep][3]):
+        keep += 1
+    want = (["<module>"] + want)[-keep:]
+    return None if qual in want else "line %d is in %s" % (line, " or ".join(want))
+
+
+# SCHED_DEADLINE through sched_setattr(2), which Python has no binding for: a thread that
+# gets `runtime` of CPU every `period` and no more, whatever else the machine runs
+SCHED_DEADLINE = 6
+SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}
+
+
+def cap_cpu(tid, runtime_ns, period_ns):
+    nr = SYS_SCHED_SETATTR.get(platform.machine())
+    if nr is None:
+        unmet("sched_setattr's number on %s is not known here" % platform.machine())
+    attr = ctypes.create_string_buffer(struct.pack(
+        "=IIQiIQQQ", 48, SCHED_DEADLINE, 0, 0, 0, runtime_ns, period_ns, period_ns))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr, tid, attr, 0) != 0:
+        err = ctypes.get_errno()
+        unmet("SCHED_DEADLINE for thread %d: %s" % (tid, os.strerror(err)))
+
+
+@pytest.mark.core_only
+def test_ring_buffer_full_for_seconds_counts_losses_and_recovers(
+        pywalk, interp, start_target, agents, tmp_path, go_env):
+    """The ring buffer full for seconds: known_shape.py's two busy threads sampled at
+    20 kHz through a 64 KiB ring (--ring-size), which holds about a tenth of what they
+    ship between two of the agent's reads. The kernel drops records: the losses are
+    counted (pywalk_samples_total{outcome="lost"}, the summary's "lost (ring buffer full)"),
+    the summary still adds up, and nothing is misattributed: every window decodes with go
+    tool pprof, every frame in it is one the script has (its line inside the function it is
+    named after, or threading's), each thread's samples are its own known stacks. Then the
+    overload ends (each thread capped at 0.2 ms of CPU every 100 ms with SCHED_DEADLINE, a
+    fiftieth of what it shipped, which the ring holds for seconds of the agent's lateness):
+    no loss from then on, and windows come again with samples of both threads, as
+    real."""
+    t = start_target(interp)
+    d = export_dir(tmp_path)
+    ag = agents(pywalk, ["-p", t.pid, "-F", 20000, "--ring-size", "64K", "--interval", "1s",
+                         "--export-dir", d], tmp_path)
+
+    def reading():
+        m = ag.metrics()
+        return dict(windows=metric(m, "pywalk_windows_total"),
+                    lost=metric(m, "pywalk_samples_total", outcome="lost"),
+                    shipped=metric(m, "pywalk_samples_total", outcome="shipped"),
+                    code_lost=metric(m, "pywalk_records_total", kind="code", result="lost"),
+                    runs=metric(m, "pywalk_sampler_runs_total"),
+                    outcomes=sum(v for (n, _), v in m.items() if n == "pywalk_samples_total"))
+
+    def after(r0, windows):
+        """The first reading `windows` windows after r0 (polled)."""
+        return wait_for(lambda: (lambda r: r if r["windows"] >= r0["windows"] + windows
+                                 else None)(reading()), 30,
+                        lambda: "%d windows after %s: %s\n%s" % (windows, r0, reading(),
+                                                                 ag.stderr()))
+
+    start = wait_for(lambda: (lambda r: r if r["lost"] > 0 else None)(reading()), 30,
+                     lambda: "records lost: %s\n%s" % (reading(), ag.stderr()))
+    overload = [start]
+    for _ in range(4):  # four windows, a second each, of the ring buffer full
+        overload.append(after(overload[-1], 1))
+    capped_ns = time.time_ns()
+    for tid in t.tids():
+        cap_cpu(tid, 200000, 100000000)
+    # what was in flight when the cap came may still be lost in the window it came in
+    settled = after(reading(), 2)
+    calm = after(settled, 3)
+    rc, _ = ag.stop()
+    assert rc == 0, ag.stderr()
+
+    err = ag.stderr()
+    _, buckets = e2e.check_summary(err)
+    shipped, not_counted = ag.summary()
+    lost_rates = [round(b["lost"] - a["lost"]) for a, b in zip(overload, overload[1:])]
+    files = exported(d)
+    spans, raws = {}, {}
+    for name in sorted(files):
+        raws[name] = Raw(pprof_raw(go_env, files[name]))
+        spans[name] = window_span(files[name])
+    before = [n for n in raws if spans[n][0] + spans[n][1] <= capped_ns]
+    after_calm = [n for n in raws if spans[n][0] >= capped_ns]
+    print("ring buffer full: lost %s a window over %d windows (%d in all, %d code records); "
+          "shipped %d of %d runs by then; capped, then %d windows: lost %d -> %d, shipped "
+          "%d -> %d; summary: shipped %d, lost %d, not counted %d; %d files (%d of the "
+          "overload, %d after it) with %s samples" % (
+              lost_rates, len(lost_rates), overload[-1]["lost"], overload[-1]["code_lost"],
+              overload[-1]["shipped"], overload[-1]["runs"], calm["windows"] -
+              settled["windows"], settled["lost"], calm["lost"], settled["shipped"],
+              calm["shipped"], shipped, buckets["lost (ring buffer full)"], not_counted,
+              len(files), len(before), len(after_calm),
+              [raws[n].total() for n in sorted(raws)]))
+    # losses counted, in the metrics and the summary, and every run in one bucket
+    assert overload[-1]["lost"] > overload[0]["lost"] > 0, overload
+    for r in (start, settled, calm):
+        assert r["outcomes"] == r["runs"], r
+    assert buckets["lost (ring buffer full)"] >= calm["lost"], (buckets, calm)
+    # the overload ended: nothing lost since, and samples come again
+    assert calm["lost"] == settled["lost"], (settled, calm)
+    assert calm["shipped"] > settled["shipped"], (settled, calm)
+    # nothing misattributed: the target's own threads, each in frames of its own that the
+    # script has; while CPU-bound, ≥90% of each thread's samples its exact known stacks
+    scopes = source_scopes(t.script_path)
+    expected = ks.expected_stacks(interp.version, t.script_path)
+    own = dict((who, set(fr.qualname for st in expected[who].values() for fr in st))
+               for who in (ks.MAIN, ks.WORKER))
+    bad = []
+    for name, raw in sorted(raws.items()):
+        assert raw.pids() <= {t.pid}, (name, raw.pids())
+        for n, stack, labels in raw.samples:
+            who = ks.MAIN if int(labels["thread_id"]) == t.pid else ks.WORKER
+            for fr in stack:
+                if fr[0] not in own[who]:
+                    why = "not a function of the %s thread" % who
+                elif fr[1] == t.script_path:
+                    why = misnamed(fr, scopes)
+                elif os.path.basename(fr[1]) == "threading.py" and who == ks.WORKER:
+                    why = None
+                else:
+                    why = "a file the target does not run"
+                if why:
+                    bad.append((name, labels["thread_id"], n, fr, why))
+    assert not bad, "frames the target does not have: %s" % bad[:10]
+    assert len(before) >= 3, "windows of the overload: %s of %s" % (before, sorted(spans))
+    merged = Raw("")
+    merged.samples = [s for n in before for s in raws[n].samples]
+    check_known_shape(merged, t, "the overload's windows")
+    # after it each thread gets a fiftieth of a CPU, much of it waiting for the GIL the
+    # other holds while capped, at lines of its own stack that a busy thread rarely shows
+    assert len(after_calm) >= 3, "windows after the overload: %s of %s" % (
+        after_calm, sorted(spans))
+    tids = set(int(l["thread_id"]) for n in after_calm for _, _, l in raws[n].samples)
+    assert tids == set(t.tids()), (tids, t.tids())
+    assert all(raws[n].total() > 0 for n in after_calm), \
+        [(n, raws[n].total()) for n in after_calm]
+    assert sum(r.total() for r in raws.values()) + not_counted == shipped, (
+        sum(r.total() for r in raws.values()), not_counted, shipped)
 
 
 # The helper that steps CLOCK_REALTIME: it puts the clock back where it would have been (the
