@@ -56,6 +56,8 @@ struct agent {
 	uint64_t pull_bytes;
 	char host[129];
 	uint64_t next_window_ns, next_metrics_ns, start_wall_s;
+	/* how far behind the windows' time line the wall clock was last said to be (0: not) */
+	int64_t clock_behind_said_ns;
 	/* counted across windows (a window takes its profile's drops with it) */
 	uint64_t windows, profiles, profile_bytes, encode_failures;
 	struct profile_drops drops;
@@ -185,6 +187,36 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	return 0;
 }
 
+/* The wall clock against the windows' time line (profile.c), said when it moves by more than
+ * a second: stepped back, the windows go on along the line, ahead of the clock; stepped
+ * forward, the next window starts at the clock, after a gap. */
+#define CLOCK_SAY_NS 1000000000ll
+
+static void note_clock(struct agent *a, const struct profile *w)
+{
+	uint64_t end = profile__sampling(w)->end_ns;
+	uint64_t next = profile__sampling(engine__profile(a->e))->start_ns;
+	struct timespec ts;
+	int64_t behind;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	behind = (int64_t)(end - ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec));
+	if (next > end)
+		pw_warn("the clock is %.3f s ahead of the windows' time line (stepped forward?): "
+			"the next window starts at the clock, after a gap\n",
+			(double)(next - end) / 1e9);
+	if (behind >= CLOCK_SAY_NS && llabs(behind - a->clock_behind_said_ns) >= CLOCK_SAY_NS) {
+		pw_warn("the clock is %.3f s behind the windows' time line (stepped back?): windows "
+			"go on along the line, ahead of the clock, so that none starts before one "
+			"already closed\n",
+			(double)behind / 1e9);
+		a->clock_behind_said_ns = behind;
+	} else if (behind < CLOCK_SAY_NS && a->clock_behind_said_ns) {
+		pw_info("the clock is back on the windows' time line\n");
+		a->clock_behind_said_ns = 0;
+	}
+}
+
 int agent__close_window(struct agent *a)
 {
 	struct profile *w = profile__rotate(engine__profile(a->e));
@@ -196,6 +228,7 @@ int agent__close_window(struct agent *a)
 	if (!w)
 		return -ENOMEM;
 	a->windows++;
+	note_clock(a, w);
 	add_drops(&a->drops, profile__drops(w));
 	agg = profile__agg(w);
 	nprocs = profile__nprocesses(w);

@@ -148,7 +148,15 @@ static enum export_result dir_deliver(void *ctx, const struct export_item *it, c
 		snprintf(why, why_size, "cannot write %s: %s", path, out.why);
 		return EXPORT_RETRY; /* a full disk may clear */
 	}
-	prune(d, it->until_ns);
+	{
+		/* by the wall clock, which stamped the files' times: the window's end is on the
+		 * windows' time line, which a step back of the clock leaves ahead of it (an hour
+		 * back would have made every file an hour old) */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		prune(d, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	}
 	return EXPORT_OK;
 }
 

@@ -20,6 +20,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_MAX_PROCESSES,
 	OPT_SYMBOL_CACHE,
+	OPT_RING_SIZE,
 	OPT_KERNEL,
 	OPT_NATIVE,
 	OPT_NATIVE_STACK,
@@ -39,6 +40,7 @@ static const struct option sampling_options[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES },
 	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
+	{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
 	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -93,6 +95,9 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"                         memory for the code objects that name frames,\n"
 			"                         least recently used dropped first: 1M-64G\n"
 			"                         (default 64M; K, M, G suffixes)\n"
+			"      --ring-size SIZE   the ring buffer records reach pywalk through:\n"
+			"                         64K-1G, a power of two (default 4M-8M, by -F and\n"
+			"                         the CPUs); what does not fit is counted lost\n"
 			"      --kernel           end each stack in its kernel frames (system calls,\n"
 			"                         page faults; off-cpu: why the thread waited),\n"
 			"                         named from /proc/kallsyms\n",
@@ -236,6 +241,20 @@ static int handle_group_option(const struct cli_spec *spec, struct cli_sampling 
 				return cli_usage_error(cmd, "invalid --symbol-cache '%s' (1M-64G)",
 						       arg);
 			s->symbol_cache_bytes = (size_t)bytes;
+			return 0;
+		}
+		case OPT_RING_SIZE: {
+			uint64_t bytes;
+
+			/* the kernel takes a power of two in whole pages: 64K is the largest
+			 * page Linux uses (arm64); the ring is mapped twice, so it is RSS */
+			if (parse_size(arg, RING_SIZE_MIN, RING_SIZE_MAX, &bytes) ||
+			    (bytes & (bytes - 1)))
+				return cli_usage_error(cmd,
+						       "invalid --ring-size '%s' (64K-1G, a "
+						       "power of two)",
+						       arg);
+			s->ring_bytes = (uint32_t)bytes;
 			return 0;
 		}
 		case OPT_KERNEL:

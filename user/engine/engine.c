@@ -532,7 +532,7 @@ static void warn_costly_rate(const struct engine *e)
  * quarter of a second of 1 KiB samples (a 64-frame stack) from every CPU at -F, within
  * 4-8 MiB; --all (a host's processes at once), off-CPU time (a record per switch-out) and
  * trace's probes (a record per hit) keep the most: their rates are not -F's. What does not
- * fit is counted as lost. */
+ * fit is counted as lost. --ring-size sets it instead. */
 #define RING_MIN_BYTES (4u << 20)
 #define RING_MAX_BYTES (8u << 20)
 
@@ -542,6 +542,8 @@ static uint32_t ring_bytes(const struct engine *e)
 	uint64_t need = (uint64_t)(cpus > 0 ? cpus : 1) * e->s.frequency_hz * 1024 / 4;
 	uint32_t ring = RING_MIN_BYTES;
 
+	if (e->s.ring_bytes)
+		return e->s.ring_bytes;
 	if (e->s.all || e->s.mode != CLI_MODE_CPU || e->opts.no_sampler)
 		return RING_MAX_BYTES;
 	while (ring < need && ring < RING_MAX_BYTES)

@@ -11,6 +11,9 @@
 
 /* Most processes one command takes with -p. */
 #define CLI_MAX_PIDS 256
+/* --ring-size's bounds */
+#define RING_SIZE_MIN (64u << 10)
+#define RING_SIZE_MAX (1u << 30)
 
 /* What to sample: -p/--all/--subprocesses/-- CMD, -F, -e, -d, --max-depth, --max-processes,
  * --symbol-cache */
@@ -33,6 +36,9 @@ struct cli_sampling {
 	uint32_t max_depth;
 	uint32_t max_processes;
 	size_t symbol_cache_bytes; /* budget of the code-object cache; 0 = the default */
+	/* --ring-size: bytes of the ring buffer (RING_SIZE_MIN-RING_SIZE_MAX, a power of
+	 * two); 0 = sized by -F and the CPUs */
+	uint32_t ring_bytes;
 	enum cli_mode mode;
 	uint64_t min_block_ns; /* off-cpu/wall: shorter times off CPU are not counted */
 	bool kernel;	       /* --kernel: each stack ends in the kernel frames below it */

@@ -41,6 +41,7 @@ static const char *const outcome_hints[PW_OUT__COUNT] = {
 	[PW_OUT_ASYNC_CYCLE] = "--async: tasks that await each other in a ring",
 	[PW_OUT_ASYNC_BOUND] = "--async: over 16 tasks, 256 coroutine frames or 1024 awaiters",
 	[PW_OUT_ASYNC_CHANGED] = "--async: the running task changed while it was read",
+	[PW_OUT_LOST] = "pywalk fell behind; a bigger --ring-size rides out longer stalls",
 };
 
 /* Reject reasons are the outcomes labelled so; a new reason added to PW_OUTCOMES is

@@ -108,6 +108,10 @@ struct profile {
 	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES + PW_KSTACK_MAX + 1];
 	struct profile_drops drops;
 	struct profile_sampling sampling;
+	/* CLOCK_BOOTTIME when sampling.start_ns was stamped: the end is that start plus the
+	 * time elapsed since, whatever the wall clock did meanwhile; 0 for times given
+	 * explicitly (profile__set_sampling) */
+	uint64_t start_boot_ns;
 
 	struct pythread_name *names_buf; /* PYTHREADS_MAX, for one read; allocated when needed */
 	struct profile_names names;
@@ -940,22 +944,56 @@ int profile__add_sample_native(struct profile *p, const void *data, size_t size,
 	return add_sample(p, data, size, ns);
 }
 
-static uint64_t wall_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+/* A profile's times are on a time line: the wall clock read once, at its start, then the
+ * time elapsed since on CLOCK_BOOTTIME, which a step of the wall clock (date -s, an NTP
+ * step) does not move and which counts a suspend. So a duration is the time that passed,
+ * and a window's end is the next one's start: windows stay in order and never overlap
+ * whatever the wall clock does. When a window closes with the wall clock ahead of the line
+ * by more than this (stepped forward), the next window starts at the clock, after a gap;
+ * behind it (stepped back), the line goes on, ahead of the clock, rather than start a
+ * window before the ones already closed. Below it, the two clocks' readings' jitter. */
+#define WALL_AHEAD_FOLLOWED_NS (100 * 1000000ull)
+
+/* Stamp the start: the wall clock first, so that a delay between the two readings puts the
+ * line behind the clock, never ahead: a later window finds the clock ahead of it by that
+ * delay at most, which is far below WALL_AHEAD_FOLLOWED_NS. */
+static void stamp_start(struct profile *p, uint32_t frequency_hz)
+{
+	uint64_t wall = wall_ns();
+
+	profile__set_sampling(p, frequency_hz, wall, 0);
+	p->start_boot_ns = clock_ns(CLOCK_BOOTTIME);
+}
+
+/* Where p's time line is at `boot_ns`. */
+static uint64_t line_at(const struct profile *p, uint64_t boot_ns)
+{
+	if (!p->start_boot_ns)
+		return wall_ns();
+	return p->sampling.start_ns + (boot_ns > p->start_boot_ns ? boot_ns - p->start_boot_ns : 0);
 }
 
 void profile__start_sampling(struct profile *p, uint32_t frequency_hz)
 {
-	profile__set_sampling(p, frequency_hz, wall_ns(), 0);
+	stamp_start(p, frequency_hz);
 }
 
 void profile__stop_sampling(struct profile *p)
 {
-	p->sampling.end_ns = wall_ns();
+	p->sampling.end_ns = line_at(p, clock_ns(CLOCK_BOOTTIME));
 }
 
 void profile__set_sampling(struct profile *p, uint32_t frequency_hz, uint64_t start_ns,
@@ -964,6 +1002,7 @@ void profile__set_sampling(struct profile *p, uint32_t frequency_hz, uint64_t st
 	p->sampling = (struct profile_sampling){ .frequency_hz = frequency_hz,
 						 .start_ns = start_ns,
 						 .end_ns = end_ns };
+	p->start_boot_ns = 0;
 }
 
 const struct profile_sampling *profile__sampling(const struct profile *p)
@@ -995,7 +1034,8 @@ const char *profile__value_name(const struct profile *p)
 
 uint64_t profile__duration_ns(const struct profile *p)
 {
-	uint64_t end = p->sampling.end_ns ? p->sampling.end_ns : wall_ns();
+	uint64_t end =
+		p->sampling.end_ns ? p->sampling.end_ns : line_at(p, clock_ns(CLOCK_BOOTTIME));
 
 	if (!p->sampling.start_ns)
 		return 0;
@@ -1200,7 +1240,8 @@ fail:
 struct profile *profile__rotate(struct profile *p)
 {
 	struct profile *w = new_borrower(p), tmp;
-	uint64_t now = wall_ns();
+	/* the wall clock first, as in stamp_start */
+	uint64_t wall = wall_ns(), boot = clock_ns(CLOCK_BOOTTIME), end;
 
 	if (!w)
 		return NULL;
@@ -1212,9 +1253,13 @@ struct profile *profile__rotate(struct profile *p)
 	p->owns_symtab = true;
 	w->owns_symtab = false;
 	p->opts = w->opts;
-	p->sampling = (struct profile_sampling){ .frequency_hz = w->sampling.frequency_hz,
-						 .start_ns = now };
-	w->sampling.end_ns = now;
+	end = line_at(w, boot);
+	w->sampling.end_ns = end;
+	p->sampling = (struct profile_sampling){
+		.frequency_hz = w->sampling.frequency_hz,
+		.start_ns = w->start_boot_ns && wall > end + WALL_AHEAD_FOLLOWED_NS ? wall : end
+	};
+	p->start_boot_ns = boot;
 	return w;
 }
 
@@ -1244,6 +1289,6 @@ struct profile *profile__new_tap(const struct profile *p)
 	struct profile *t = new_borrower(p);
 
 	if (t)
-		profile__set_sampling(t, p->sampling.frequency_hz, wall_ns(), 0);
+		stamp_start(t, p->sampling.frequency_hz);
 	return t;
 }

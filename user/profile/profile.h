@@ -111,8 +111,12 @@ struct profile_event {
 /* How the samples were taken, so writers can state periods and times. */
 struct profile_sampling {
 	uint32_t frequency_hz; /* samples per second per CPU; 0 = unknown */
-	uint64_t start_ns;     /* wall clock (CLOCK_REALTIME) when sampling began; 0 = unknown */
-	uint64_t end_ns;       /* when it ended; 0 = still running (writers take "now") */
+	/* Unix time (ns) when sampling began: the wall clock (CLOCK_REALTIME) when it started,
+	 * a window's the end of the window before (profile__rotate); 0 = unknown */
+	uint64_t start_ns;
+	/* when it ended: the start plus the time elapsed (CLOCK_BOOTTIME), which a step of the
+	 * wall clock does not move; 0 = still running (writers take "now" so) */
+	uint64_t end_ns;
 };
 
 struct profile;
@@ -122,8 +126,9 @@ void profile__free(struct profile *p);
 
 /* Close a window: returns a profile holding everything p counted since it started (or
  * since the previous rotation), its processes and names, sampling times ending now; p
- * goes on with its live processes and nothing counted. The window borrows p's symbol
- * cache: free it before p. NULL on ENOMEM (p is unchanged). */
+ * goes on with its live processes and nothing counted, from where the window ended (or,
+ * the wall clock stepped ahead of the windows' time line, from the clock: profile.c). The
+ * window borrows p's symbol cache: free it before p. NULL on ENOMEM (p is unchanged). */
 struct profile *profile__rotate(struct profile *p);
 /* Free the names (symtab.h) that neither the symbol cache nor any of the `n` profiles
  * sharing it (the one that owns it and its taps: every profile still alive) holds, when
@@ -159,7 +164,8 @@ int profile__add_stack(struct profile *p, const struct agg_who *who, const uint3
  * stack whose first record was not counted). */
 void profile__add_drops(struct profile *p, const struct profile_drops *d);
 
-/* Sampling starts now at `frequency_hz`: stamps the wall-clock start, clears the end. */
+/* Sampling starts now at `frequency_hz`: stamps the wall-clock start (and the time
+ * elapsed is counted from now), clears the end. */
 void profile__start_sampling(struct profile *p, uint32_t frequency_hz);
 /* Sampling ended now (optional: until then writers take the time they write as the end). */
 void profile__stop_sampling(struct profile *p);
