@@ -107,6 +107,7 @@ struct profile {
 	/* the merged stack, then kernel frames and the pseudo-frame as in ids */
 	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES + PW_KSTACK_MAX + 1];
 	struct profile_drops drops;
+	struct profile_drops rotated_drops; /* of the windows rotated out of this profile */
 	struct profile_sampling sampling;
 
 	struct pythread_name *names_buf; /* PYTHREADS_MAX, for one read; allocated when needed */
@@ -1033,6 +1034,12 @@ uint64_t profile__timeline_dropped(const struct profile *p)
 	return p->events_dropped;
 }
 
+void profile__run_drops(const struct profile *p, struct profile_drops *out)
+{
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		out->n[i] = p->drops.n[i] + p->rotated_drops.n[i];
+}
+
 uint64_t profile__dropped(const struct profile *p)
 {
 	uint64_t n = 0;
@@ -1212,6 +1219,9 @@ struct profile *profile__rotate(struct profile *p)
 	p->owns_symtab = true;
 	w->owns_symtab = false;
 	p->opts = w->opts;
+	/* the window's drops go with it; the run's summary still counts them */
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		p->rotated_drops.n[i] = w->rotated_drops.n[i] + w->drops.n[i];
 	p->sampling = (struct profile_sampling){ .frequency_hz = w->sampling.frequency_hz,
 						 .start_ns = now };
 	w->sampling.end_ns = now;
