@@ -619,6 +619,60 @@ static void test_otlp_only_the_named_process(void **state)
 	fx_free(fx);
 }
 
+/* The agent encodes each process of a window from the list of its own stacks: the same
+ * request as the process filter alone gives (its id aside, which is random). */
+static void test_otlp_of_listed_stacks_is_the_process_filter(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	uint64_t a = fx_code(fx, "main", "/app.py", 10), c = fx_code(fx, "other", "/b.py", 5);
+	struct target t2 = fx->t;
+	const struct agg *agg;
+	struct dsample s1[8], s2[8];
+	struct req r1, r2;
+	uint32_t mine[8];
+	size_t nmine = 0, len1, len2, n;
+	char *out1, *out2;
+
+	(void)state;
+	t2.id = 2;
+	snprintf(t2.comm, sizeof(t2.comm), "second");
+	assert_int_equal(profile__add_target(fx->p, &t2), 0);
+	fx_sample(fx, 101, (uint64_t[]){ a }, 1, 4);
+	fx->t.id = 2;
+	fx_sample(fx, 202, (uint64_t[]){ c }, 1, 5);
+	fx_sample(fx, 202, (uint64_t[]){ a, c }, 2, 1);
+	fx->t.id = 1;
+	fx_sample(fx, 101, (uint64_t[]){ a, a }, 2, 2);
+	agg = profile__agg(fx->p);
+	for (size_t i = 0; i < agg__nstacks(agg); i++)
+		if (agg__stack(agg, i)->proc == 1)
+			mine[nmine++] = (uint32_t)i;
+	assert_int_equal(nmine, 2);
+	out1 = encode(fx, &(struct out_otlp_opts){ .proc = 1 }, &len1);
+	out2 = encode(fx, &(struct out_otlp_opts){ .proc = 1, .stacks = mine, .nstacks = nmine },
+		      &len2);
+	assert_int_equal(len1, len2);
+	decode(out1, len1, &r1);
+	decode(out2, len2, &r2);
+	n = decode_samples(&r1, s1, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(decode_samples(&r2, s2, 8), n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(s1[i].thread_id, s2[i].thread_id);
+		assert_int_equal(s1[i].value, s2[i].value);
+		assert_int_equal(s1[i].nframes, s2[i].nframes);
+		for (size_t k = 0; k < s1[i].nframes; k++)
+			assert_string_equal(s1[i].frames[k], s2[i].frames[k]);
+	}
+	assert_int_equal(count(&r2.dict, D_FUNCTION), 1 + 2);
+	assert_int_equal(count(&r2.dict, D_LOCATION), 1 + 2);
+	req_free(&r1);
+	req_free(&r2);
+	free(out1);
+	free(out2);
+	fx_free(fx);
+}
+
 /* Strict UTF-8 (no overlong forms, surrogates or NUL), as a Go receiver checks strings. */
 static bool valid_utf8(const char *s)
 {
@@ -722,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_pb_fixed64),
 		cmocka_unit_test(test_otlp_request_of_one_process),
 		cmocka_unit_test(test_otlp_only_the_named_process),
+		cmocka_unit_test(test_otlp_of_listed_stacks_is_the_process_filter),
 		cmocka_unit_test(test_otlp_hostile_names_are_valid_utf8),
 		cmocka_unit_test(test_otlp_without_a_rate_counts_samples),
 	};

@@ -377,6 +377,76 @@ static void test_pprof_strings_are_valid_utf8(void **state)
 	fx_free(fx);
 }
 
+/* out_pprof_write_opts into memory. */
+static char *write_opts(const struct fx *fx, const struct out_pprof_opts *o, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	assert_non_null(f);
+	assert_int_equal(out_pprof_write_opts(f, fx->p, o), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* The agent writes each process of a window from the list of its own stacks: the bytes are
+ * those the process filter alone writes (the same Locations, Mappings and Functions in the
+ * same order), and nothing of another process gets in. */
+static void test_pprof_of_listed_stacks_is_the_process_filter(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ .by_process = true }, "proc");
+	uint64_t a = fx_code(fx, "main", "/app.py", 10), b = fx_code(fx, "work", "/app.py", 20),
+		 c = fx_code(fx, "other", "/b.py", 5), d2 = fx_code(fx, "deep", "/b.py", 7);
+	struct target t2 = fx->t;
+	const struct agg *agg;
+	uint32_t mine[16];
+	size_t nmine, len1, len2;
+	struct decoded d;
+	char *out1, *out2;
+
+	(void)state;
+	t2.id = 2;
+	snprintf(t2.comm, sizeof(t2.comm), "second");
+	assert_int_equal(profile__add_target(fx->p, &t2), 0);
+	/* the two processes' stacks interleaved in the agg, sharing code objects */
+	fx_sample(fx, 101, (uint64_t[]){ a, b }, 2, 3);
+	fx->t.id = 2;
+	fx_sample(fx, 202, (uint64_t[]){ c, d2 }, 2, 5);
+	fx->t.id = 1;
+	fx_sample(fx, 101, (uint64_t[]){ a }, 1, 1);
+	fx->t.id = 2;
+	fx_sample(fx, 202, (uint64_t[]){ a, c }, 2, 2);
+	fx->t.id = 1;
+	agg = profile__agg(fx->p);
+	for (uint32_t proc = 0; proc < 2; proc++) {
+		nmine = 0;
+		for (size_t i = 0; i < agg__nstacks(agg); i++)
+			if (agg__stack(agg, i)->proc == proc)
+				mine[nmine++] = (uint32_t)i;
+		assert_int_equal(nmine, 2);
+		out1 = write_opts(fx, &(struct out_pprof_opts){ .proc = proc, .fleet = true },
+				  &len1);
+		out2 = write_opts(
+			fx,
+			&(struct out_pprof_opts){
+				.proc = proc, .fleet = true, .stacks = mine, .nstacks = nmine },
+			&len2);
+		assert_int_equal(len1, len2);
+		assert_memory_equal(out1, out2, len1);
+		decode(out2, len2, &d);
+		assert_int_equal(d.nsamples, 2);
+		/* process 0: main, work; process 1: other, deep, and main under its own stack */
+		assert_int_equal(d.nfunctions, proc ? 3 : 2);
+		for (size_t i = 0; i < d.nfunctions; i++)
+			assert_string_not_equal(str(&d, d.functions[i][1]),
+						proc ? "work" : "other");
+		decoded_free(&d);
+		free(out1);
+		free(out2);
+	}
+	fx_free(fx);
+}
+
 /* --- go tool pprof ------------------------------------------------------------------ */
 
 static void test_pprof_go_tool_reads_hostile_names(void **state)
@@ -428,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_pb_first_error_kept),
 		cmocka_unit_test(test_pprof_decodes_to_the_profile),
 		cmocka_unit_test(test_pprof_strings_are_valid_utf8),
+		cmocka_unit_test(test_pprof_of_listed_stacks_is_the_process_filter),
 		cmocka_unit_test(test_pprof_go_tool_reads_hostile_names),
 	};
 

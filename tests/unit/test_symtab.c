@@ -87,6 +87,33 @@ static void test_unreadable_code_in_a_live_process_is_its_own_reason(void **stat
 	fx_free(fx);
 }
 
+/* The agent's windows take their drops with them; the run's summary still counts them all. */
+static void test_drops_of_rotated_windows_count_for_the_run(void **state)
+{
+	struct fx *fx = fx_new(&(struct profile_opts){ 0 }, "proc");
+	struct profile_drops run;
+	struct profile *w1, *w2;
+
+	(void)state;
+	add_one_frame_record(fx, 0x10, 0);
+	w1 = profile__rotate(fx->p);
+	assert_non_null(w1);
+	assert_int_equal(profile__drops(w1)->n[PROFILE_DROP_UNREADABLE], 1);
+	assert_int_equal(profile__dropped(fx->p), 0);
+	add_one_frame_record(fx, 0x10, 0);
+	add_one_frame_record(fx, 0x10, 0);
+	w2 = profile__rotate(fx->p);
+	assert_non_null(w2);
+	assert_int_equal(profile__dropped(w2), 2);
+	add_one_frame_record(fx, 0x10, 0);
+	profile__run_drops(fx->p, &run);
+	assert_int_equal(run.n[PROFILE_DROP_UNREADABLE], 4);
+	assert_int_equal(profile__dropped(fx->p), 1);
+	profile__free(w1);
+	profile__free(w2);
+	fx_free(fx);
+}
+
 /* U+0000 is a legal str character: it must not end the name (all three kinds) */
 static void test_decode_str_keeps_what_follows_a_nul(void **state)
 {
@@ -394,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_reused_address_is_not_named_after_the_old_object),
 		cmocka_unit_test(test_object_changed_since_the_sample_is_dropped_as_stale),
 		cmocka_unit_test(test_unreadable_code_in_a_live_process_is_its_own_reason),
+		cmocka_unit_test(test_drops_of_rotated_windows_count_for_the_run),
 		cmocka_unit_test(test_decode_str_is_valid_utf8),
 		cmocka_unit_test(test_decode_str_keeps_what_follows_a_nul),
 		cmocka_unit_test(test_str_length_after_state_is_read),

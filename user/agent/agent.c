@@ -124,13 +124,17 @@ static const char *service_of(const struct agent_config *c, const struct profile
 	return guess;
 }
 
-/* One export item: process `proc` of window `w`, with `samples` samples. */
-static int export_process(struct agent *a, const struct profile *w, uint32_t proc, uint64_t samples)
+/* One export item: process `proc` of window `w`, with `samples` samples in the `nstacks`
+ * agg stacks `stacks` (its own). */
+static int export_process(struct agent *a, const struct profile *w, uint32_t proc, uint64_t samples,
+			  const uint32_t *stacks, size_t nstacks)
 {
 	const struct profile_process *pr = profile__process(w, proc);
 	const struct profile_sampling *smp = profile__sampling(w);
 	const char *labels[5][2];
-	struct out_pprof_opts o = { .proc = proc, .fleet = true, .labels = labels };
+	struct out_pprof_opts o = {
+		.proc = proc, .fleet = true, .labels = labels, .stacks = stacks, .nstacks = nstacks
+	};
 	struct export_item *it;
 	char pid[16];
 	int err;
@@ -171,7 +175,11 @@ static int export_process(struct agent *a, const struct profile *w, uint32_t pro
 	}
 	err = encode_pprof(w, &o, &it->pprof, &it->pprof_len);
 	if (!err && a->need_otlp) {
-		struct out_otlp_opts oo = { .proc = proc, .service = it->service, .host = a->host };
+		struct out_otlp_opts oo = { .proc = proc,
+					    .service = it->service,
+					    .host = a->host,
+					    .stacks = stacks,
+					    .nstacks = nstacks };
 
 		err = out_otlp_encode(w, &oo, &it->otlp, &it->otlp_len);
 	}
@@ -222,7 +230,12 @@ int agent__close_window(struct agent *a)
 	struct profile *w = profile__rotate(engine__profile(a->e));
 	const struct agg *agg;
 	uint64_t *counts;
-	size_t nprocs;
+	/* process p's stacks are stacks[first[p] .. first[p + 1]), listed in one pass: each
+	 * process's profile is then written from its own stacks, so a window of N processes
+	 * costs its stacks, not N times them (4,096 processes took seconds a window, and the
+	 * ring buffer overflowed meanwhile) */
+	uint32_t *stacks;
+	size_t nprocs, nstacks, *first;
 	int err = 0;
 
 	if (!w)
@@ -232,21 +245,42 @@ int agent__close_window(struct agent *a)
 	add_drops(&a->drops, profile__drops(w));
 	agg = profile__agg(w);
 	nprocs = profile__nprocesses(w);
+	nstacks = agg__nstacks(agg);
 	counts = calloc(nprocs ? nprocs : 1, sizeof(*counts));
-	if (!counts) {
+	first = calloc(nprocs + 1, sizeof(*first));
+	stacks = malloc((nstacks ? nstacks : 1) * sizeof(*stacks));
+	if (!counts || !first || !stacks) {
+		free(counts);
+		free(first);
+		free(stacks);
 		profile__free(w);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < agg__nstacks(agg); i++) {
+	for (size_t i = 0; i < nstacks; i++) {
 		const struct agg_stack *s = agg__stack(agg, i);
 
-		if (s->proc < nprocs)
+		if (s->proc < nprocs) {
 			counts[s->proc] += s->count;
+			first[s->proc + 1]++;
+		}
 	}
+	for (size_t p = 0; p < nprocs; p++)
+		first[p + 1] += first[p];
+	/* first[p] moves to p's end as p's stacks go in, then each takes its predecessor's */
+	for (size_t i = 0; i < nstacks; i++) {
+		uint32_t proc = agg__stack(agg, i)->proc;
+
+		if (proc < nprocs)
+			stacks[first[proc]++] = (uint32_t)i;
+	}
+	for (size_t p = nprocs; p > 0; p--)
+		first[p] = first[p - 1];
+	first[0] = 0;
 	for (size_t i = 0; i < nprocs && !err; i++) {
 		if (!counts[i])
 			continue;
-		err = export_process(a, w, (uint32_t)i, counts[i]);
+		err = export_process(a, w, (uint32_t)i, counts[i], stacks + first[i],
+				     first[i + 1] - first[i]);
 		if (err && err != -ENOMEM) {
 			/* one process's profile that cannot be encoded costs only itself */
 			a->encode_failures++;
@@ -254,6 +288,8 @@ int agent__close_window(struct agent *a)
 		}
 	}
 	free(counts);
+	free(first);
+	free(stacks);
 	profile__free(w);
 	/* what only that window named is freed now: a long life must not keep every name */
 	engine__collect_names(a->e);

@@ -89,7 +89,7 @@ void cli_help_groups(FILE *f, unsigned int groups, unsigned int default_hz)
 			"      --max-depth N      longest stack kept, 1-%d Python frames (default\n"
 			"                         %d); deeper stacks are rejected and counted, never\n"
 			"                         cut\n"
-			"      --max-processes N  processes sampled at once (default: 4096, or twice\n"
+			"      --max-processes N  processes sampled at once (default: 8192, or twice\n"
 			"                         the processes running, whichever is more)\n"
 			"      --symbol-cache SIZE\n"
 			"                         memory for the code objects that name frames,\n"

@@ -38,7 +38,12 @@
 /* --aggregate: the kernel's counts are drained this often, which bounds its maps to the
  * distinct keys of one interval */
 #define AGG_DRAIN_NS (1000 * 1000000ull)
-#define MIN_MAX_PROCS 4096
+/* The kernel-side maps' room for processes at least (--max-processes unset): twice the 4,096
+ * Python processes pywalk is made to track at once, so that those and the host's other
+ * Python processes fit when pywalk started before them (at boot, say: the rule below,
+ * twice the processes running at start, sizes the maps from the few running then). A
+ * process config is ~160 bytes of preallocated kernel memory: 1.3 MiB for 8192. */
+#define MIN_MAX_PROCS 8192
 
 static int new_failure = EXIT_FAIL;
 

@@ -155,7 +155,11 @@ struct loader *loader__open(const struct loader_opts *opts, char *why, size_t wh
 	ld->skel->rodata->filter_probes = opts->filter_probes;
 	set_aggregate(ld, opts);
 	bpf_map__set_max_entries(ld->skel->maps.procs, opts->max_procs ? opts->max_procs : 4096);
-	bpf_map__set_max_entries(ld->skel->maps.family, opts->max_procs ? opts->max_procs : 4096);
+	/* family is not used with follow_all (every process is followed): one entry, not
+	 * half a MiB of preallocated kernel memory */
+	bpf_map__set_max_entries(ld->skel->maps.family, opts->follow_all  ? 1
+							: opts->max_procs ? opts->max_procs
+									  : 4096);
 	ld->skel->rodata->async_wanted = opts->async;
 	bpf_map__set_max_entries(ld->skel->maps.async_procs, !opts->async      ? 1
 							     : opts->max_procs ? opts->max_procs

@@ -213,12 +213,17 @@ static void print_names(const struct profile_names *n)
 
 void engine__print_details(struct engine *e, const struct engine_counts *c)
 {
-	const struct profile_drops *d = profile__drops(e->prof);
 	const struct discover_stats *ds = e->disc ? discover__stats(e->disc) : NULL;
-	uint64_t dropped = profile__dropped(e->prof), skipped = 0;
+	/* the agent's windows took theirs with them: the run's, all windows together */
+	struct profile_drops run;
+	const struct profile_drops *d = &run;
+	uint64_t dropped = 0, skipped = 0;
 
 	if (log_level < LOG_INFO)
 		return;
+	profile__run_drops(e->prof, &run);
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		dropped += run.n[i];
 	if (dropped) {
 		const char *sep = ": ";
 

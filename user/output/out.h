@@ -49,6 +49,11 @@ struct out_pprof_opts {
 	bool fleet;
 	const char *(*labels)[2];
 	size_t nlabels;
+	/* when set, the agg stacks to look at (indexes, ascending), instead of all of them:
+	 * the stacks of `proc`, listed once for a window of thousands of processes, so that
+	 * writing each process costs its own stacks and frames, not the window's */
+	const uint32_t *stacks;
+	size_t nstacks;
 };
 int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o);
 
@@ -57,8 +62,10 @@ int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_ppro
  * `proc` (an agg stack's proc) as one resource, one scope ("pywalk") and one profile. */
 struct out_otlp_opts {
 	uint32_t proc;
-	const char *service; /* service.name; NULL: the process's service name, else comm */
-	const char *host;    /* host.name; NULL or "": left out */
+	const char *service;	/* service.name; NULL: the process's service name, else comm */
+	const char *host;	/* host.name; NULL or "": left out */
+	const uint32_t *stacks; /* as out_pprof_opts.stacks: those of `proc`; NULL: look at all */
+	size_t nstacks;
 };
 /* The encoded request into *buf (malloc'ed) and *len. 0, -EINVAL (no such process),
  * -E2BIG (a table past int32 indexes) or -ENOMEM. */

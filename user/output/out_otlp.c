@@ -129,10 +129,11 @@ struct otlp {
 	const struct out_otlp_opts *o;
 	struct strtab *strs;   /* string_table: index 0 is "" */
 	struct strtab *values; /* attribute string values, to deduplicate attributes */
-	uint32_t *loc_of;      /* agg frame id -> location index, 0: none yet */
-	uint32_t *fn_of;       /* function id -> function index, 0: none yet */
-	uint32_t *map_of;      /* symtab mapping id -> mapping index, 0: none yet */
-	size_t nfuncs, nmapids;
+	/* the agg frame ids, function ids and symtab mapping ids written, in the order
+	 * written (uint32_t items): table index = intern id + 1. Hashed, not arrays over
+	 * every id of the profile: one process of a window of thousands costs its own */
+	struct intern loc_ids, fn_ids, map_ids;
+	size_t nmapids;
 	uint32_t nlocs, nfns, nmaps;		   /* entries written, the zero entry included */
 	struct intern stacks;			   /* stack_table past its zero entry */
 	struct intern attrs;			   /* attribute_table past its zero entry */
@@ -154,6 +155,39 @@ static bool stack_eq(const void *item, const void *key)
 static bool attr_eq(const void *item, const void *key)
 {
 	return !memcmp(item, key, sizeof(struct attr_key));
+}
+
+static bool u32_eq(const void *item, const void *key)
+{
+	return *(const uint32_t *)item == *(const uint32_t *)key;
+}
+
+/* The table index `id` was written at (intern id + 1), or 0 when it was not yet. */
+static int64_t index_of(const struct intern *t, uint32_t id)
+{
+	int64_t i = intern_find(t, hash_mix64(id), &id);
+
+	return i < 0 ? 0 : i + 1;
+}
+
+/* `id` was written at the next index of its table (the intern's next id + 1). */
+static int wrote(struct intern *t, uint32_t id)
+{
+	int64_t i = intern_add(t, hash_mix64(id), &id);
+
+	return i < 0 ? (int)i : 0;
+}
+
+/* How many stacks the encoder looks at, and the i-th of them: the listed ones, or all. */
+static size_t stacks_to_see(const struct agg *agg, const struct out_otlp_opts *o)
+{
+	return o->stacks ? o->nstacks : agg__nstacks(agg);
+}
+
+static const struct agg_stack *stack_to_see(const struct agg *agg, const struct out_otlp_opts *o,
+					    size_t i)
+{
+	return agg__stack(agg, o->stacks ? o->stacks[i] : i);
 }
 
 /* String table index of s made valid UTF-8, or a negative errno. */
@@ -270,13 +304,13 @@ static int64_t function_index(struct otlp *ot, uint32_t func)
 {
 	const struct symtab *st = profile__symtab(ot->p);
 	const char *name = symtab__func_name(st, func), *file = symtab__func_file(st, func);
-	int64_t n, f, sys;
+	int64_t n, f, sys, known = index_of(&ot->fn_ids, func);
 	int first;
 
-	if (func < ot->nfuncs && ot->fn_of[func])
-		return ot->fn_of[func];
-	if (func >= ot->nfuncs || ot->nfns >= MAX_INDEX)
-		return -E2BIG; /* sized from the frames: cannot happen */
+	if (known)
+		return known;
+	if (ot->nfns >= MAX_INDEX)
+		return -E2BIG;
 	n = str_id(ot, name);
 	f = str_id(ot, file);
 	/* machine code's system name is its symbol, as in the pprof writer */
@@ -291,7 +325,8 @@ static int64_t function_index(struct otlp *ot, uint32_t func)
 	pb_uint(&ot->msg, FUNCTION_START_LINE, first > 0 ? (uint64_t)first : 0);
 	if (pb_msg(&ot->fns, DICT_FUNCTION_TABLE, &ot->msg))
 		return ot->fns.err;
-	ot->fn_of[func] = ot->nfns;
+	if (wrote(&ot->fn_ids, func))
+		return -ENOMEM;
 	return ot->nfns++;
 }
 
@@ -303,12 +338,12 @@ static int64_t mapping_index(struct otlp *ot, uint32_t id)
 {
 	const struct symtab_mapping *m = symtab__mapping_at(profile__symtab(ot->p), id);
 	char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
-	int64_t file, bid = 0;
+	int64_t file, bid = 0, known = index_of(&ot->map_ids, id);
 
 	if (!m || id >= ot->nmapids)
 		return -EINVAL; /* interned by the profile with the frame: cannot happen */
-	if (ot->map_of[id])
-		return ot->map_of[id];
+	if (known)
+		return known;
 	if (ot->nmaps >= MAX_INDEX)
 		return -E2BIG;
 	for (size_t i = 0; i < m->build_id_len; i++)
@@ -328,7 +363,8 @@ static int64_t mapping_index(struct otlp *ot, uint32_t id)
 		pb_packed(&ot->msg, MAPPING_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)bid }, 1);
 	if (pb_msg(&ot->maps, DICT_MAPPING_TABLE, &ot->msg))
 		return ot->maps.err;
-	ot->map_of[id] = ot->nmaps;
+	if (wrote(&ot->map_ids, id))
+		return -ENOMEM;
 	return ot->nmaps++;
 }
 
@@ -346,10 +382,10 @@ static int64_t location_index(struct otlp *ot, uint32_t id)
 {
 	const struct agg_frame *fr = agg__frame(profile__agg(ot->p), id);
 	const char *type = frame_type(symtab__func_kind(profile__symtab(ot->p), fr->func));
-	int64_t fn, map = 0, attr = 0;
+	int64_t fn, map = 0, attr = 0, known = index_of(&ot->loc_ids, id);
 
-	if (ot->loc_of[id])
-		return ot->loc_of[id];
+	if (known)
+		return known;
 	if (ot->nlocs >= MAX_INDEX)
 		return -E2BIG;
 	fn = function_index(ot, fr->func);
@@ -371,7 +407,8 @@ static int64_t location_index(struct otlp *ot, uint32_t id)
 		pb_packed(&ot->msg, LOCATION_ATTRIBUTE_INDICES, (uint64_t[]){ (uint64_t)attr }, 1);
 	if (pb_msg(&ot->locs, DICT_LOCATION_TABLE, &ot->msg))
 		return ot->locs.err;
-	ot->loc_of[id] = ot->nlocs;
+	if (wrote(&ot->loc_ids, id))
+		return -ENOMEM;
 	return ot->nlocs++;
 }
 
@@ -448,8 +485,8 @@ static int put_samples(struct otlp *ot)
 	const struct agg *agg = profile__agg(ot->p);
 	uint64_t period_ns = profile__period_ns(ot->p);
 
-	for (size_t i = 0; i < agg__nstacks(agg); i++) {
-		const struct agg_stack *s = agg__stack(agg, i);
+	for (size_t i = 0; i < stacks_to_see(agg, ot->o); i++) {
+		const struct agg_stack *s = stack_to_see(agg, ot->o, i);
 		uint64_t attrs[3], value = period_ns ? s->count * period_ns : s->count;
 		int64_t stack, tid, tname, task = -1;
 		const char *task_name;
@@ -588,32 +625,28 @@ int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void
 			   .o = o,
 			   .stacks = INTERN_INIT(struct stack_key, stack_eq),
 			   .attrs = INTERN_INIT(struct attr_key, attr_eq),
+			   .loc_ids = INTERN_INIT(uint32_t, u32_eq),
+			   .fn_ids = INTERN_INIT(uint32_t, u32_eq),
+			   .map_ids = INTERN_INIT(uint32_t, u32_eq),
 			   .nlocs = 1,
 			   .nfns = 1,
 			   .nmaps = 1 };
 	struct strbuf req = { 0 };
-	size_t maxdepth = 1, nframes = agg__nframes(agg), i;
+	size_t maxdepth = 1, i;
 	int err = 0;
 
 	*buf = NULL;
 	*len = 0;
 	if (!pr)
 		return -EINVAL;
-	for (i = 0; i < agg__nstacks(agg); i++)
-		if (agg__stack(agg, i)->nframes > maxdepth)
-			maxdepth = agg__stack(agg, i)->nframes;
-	for (i = 0; i < nframes; i++)
-		if (agg__frame(agg, (uint32_t)i)->func >= ot.nfuncs)
-			ot.nfuncs = (size_t)agg__frame(agg, (uint32_t)i)->func + 1;
+	for (i = 0; i < stacks_to_see(agg, o); i++)
+		if (stack_to_see(agg, o, i)->nframes > maxdepth)
+			maxdepth = stack_to_see(agg, o, i)->nframes;
 	ot.nmapids = symtab__nmappings(profile__symtab(p));
 	ot.strs = strtab__new();
 	ot.values = strtab__new();
 	ot.ids = calloc(maxdepth, sizeof(*ot.ids));
-	ot.loc_of = calloc(nframes ? nframes : 1, sizeof(*ot.loc_of));
-	ot.fn_of = calloc(ot.nfuncs ? ot.nfuncs : 1, sizeof(*ot.fn_of));
-	ot.map_of = calloc(ot.nmapids ? ot.nmapids : 1, sizeof(*ot.map_of));
-	if (!ot.strs || !ot.values || !ot.ids || !ot.loc_of || !ot.fn_of || !ot.map_of ||
-	    strtab__intern(ot.strs, "") != 0)
+	if (!ot.strs || !ot.values || !ot.ids || strtab__intern(ot.strs, "") != 0)
 		err = -ENOMEM;
 	/* the dictionary goes last: the profile fills its tables */
 	if (!err)
@@ -625,9 +658,9 @@ int out_otlp_encode(const struct profile *p, const struct out_otlp_opts *o, void
 	intern_free(&ot.stacks);
 	intern_free(&ot.attrs);
 	free(ot.ids);
-	free(ot.loc_of);
-	free(ot.fn_of);
-	free(ot.map_of);
+	intern_free(&ot.loc_ids);
+	intern_free(&ot.fn_ids);
+	intern_free(&ot.map_ids);
 	strbuf_free(&ot.maps);
 	strbuf_free(&ot.locs);
 	strbuf_free(&ot.fns);

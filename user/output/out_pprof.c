@@ -20,7 +20,9 @@
 #include "lib/pywalk.h"
 #include "output/out.h"
 #include "output/pbenc.h"
+#include "lib/intern.h"
 #include "lib/strtab.h"
+#include "lib/util.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -67,7 +69,8 @@ enum {
 struct pprof {
 	const struct profile *p;
 	const struct out_pprof_opts *o;
-	uint8_t *used;	     /* agg frames the samples written use */
+	struct intern used;  /* agg frame ids the samples written use (uint32_t items) */
+	uint32_t *used_ids;  /* the same, ascending: Locations are written in id order */
 	struct strtab *strs; /* string_table: index 0 must be "" */
 	struct strbuf out;   /* the Profile message */
 	struct strbuf msg;   /* scratch: one nested message */
@@ -75,6 +78,40 @@ struct pprof {
 	struct strbuf str;   /* scratch: a string made valid UTF-8 */
 	uint64_t *ids;	     /* scratch: location ids of a stack, leaf first */
 };
+
+static bool u32_eq(const void *item, const void *key)
+{
+	return *(const uint32_t *)item == *(const uint32_t *)key;
+}
+
+/* Put `id` in set `t` (an intern of uint32_t); *added says whether it is new. 0 or -ENOMEM.
+ * The sets hold what one process's stacks use, so the work follows them: a bitmap over
+ * every frame of a window of thousands of processes would cost each process the window. */
+static int set_add(struct intern *t, uint32_t id, bool *added)
+{
+	int64_t r = intern_put(t, hash_mix64(id), &id, &id, added);
+
+	return r < 0 ? (int)r : 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many stacks the writer looks at, and the i-th of them: the listed ones, or all. */
+static size_t stacks_to_see(const struct agg *agg, const struct out_pprof_opts *o)
+{
+	return o->stacks ? o->nstacks : agg__nstacks(agg);
+}
+
+static const struct agg_stack *stack_to_see(const struct agg *agg, const struct out_pprof_opts *o,
+					    size_t i)
+{
+	return agg__stack(agg, o->stacks ? o->stacks[i] : i);
+}
 
 /* String table index of s (as valid UTF-8, U+0000 as U+FFFD), or a negative errno. */
 static int64_t str_id(struct pprof *pp, const char *s)
@@ -139,8 +176,8 @@ static int put_samples(struct pprof *pp)
 	const struct agg *agg = profile__agg(pp->p);
 	uint64_t period_ns = profile__period_ns(pp->p);
 
-	for (size_t i = 0; i < agg__nstacks(agg) && !pp->out.err; i++) {
-		const struct agg_stack *s = agg__stack(agg, i);
+	for (size_t i = 0; i < stacks_to_see(agg, pp->o) && !pp->out.err; i++) {
+		const struct agg_stack *s = stack_to_see(agg, pp->o, i);
 		const uint32_t *frames = agg__stack_frames(agg, s);
 		uint64_t values[PW_MAX_PROBES] = { s->count, s->count * period_ns };
 		uint32_t nprobes = profile__opts(pp->p)->nprobes;
@@ -155,7 +192,8 @@ static int put_samples(struct pprof *pp)
 		/* pprof lists locations leaf first; agg keeps stacks root first */
 		for (uint32_t j = 0; j < s->nframes; j++) {
 			pp->ids[j] = (uint64_t)frames[s->nframes - 1 - j] + 1;
-			pp->used[frames[j]] = 1;
+			if (set_add(&pp->used, frames[j], NULL))
+				return strbuf_fail(&pp->out, -ENOMEM);
 		}
 		/* trace: one sample type per probe, a stack's value in its probe's column */
 		if (nprobes) {
@@ -187,6 +225,22 @@ static int put_samples(struct pprof *pp)
 	return pp->out.err;
 }
 
+/* The frames the samples use, ascending (what Locations and Mappings are written from). */
+static int sort_used(struct pprof *pp)
+{
+	size_t n = intern_count(&pp->used);
+
+	if (pp->out.err)
+		return pp->out.err;
+	pp->used_ids = malloc((n ? n : 1) * sizeof(*pp->used_ids));
+	if (!pp->used_ids)
+		return strbuf_fail(&pp->out, -ENOMEM);
+	for (size_t i = 0; i < n; i++)
+		pp->used_ids[i] = *(const uint32_t *)intern_at(&pp->used, i);
+	qsort(pp->used_ids, n, sizeof(*pp->used_ids), cmp_u32);
+	return 0;
+}
+
 /* The system name "file:qualname", which names a Python function uniquely. It must differ
  * from the name: pprof treats a function whose two names are equal as not yet demangled and
  * "simplifies" it as C++, cutting <...> and (...) out, so "<module>" or "<lambda>" would
@@ -216,19 +270,22 @@ static int put_mappings(struct pprof *pp)
 {
 	const struct agg *agg = profile__agg(pp->p);
 	const struct symtab *st = profile__symtab(pp->p);
-	size_t nmaps = symtab__nmappings(st);
-	uint8_t *seen = calloc(nmaps ? nmaps : 1, 1);
+	struct intern seen = INTERN_INIT(uint32_t, u32_eq);
 
-	if (!seen)
-		return strbuf_fail(&pp->out, -ENOMEM);
-	for (size_t i = 0; i < agg__nframes(agg) && !pp->out.err; i++) {
-		const struct agg_frame *fr = agg__frame(agg, i);
+	for (size_t i = 0; i < intern_count(&pp->used) && !pp->out.err; i++) {
+		const struct agg_frame *fr = agg__frame(agg, pp->used_ids[i]);
 		const struct symtab_mapping *m = symtab__mapping_at(st, fr->map);
 		char hex[2 * SYMTAB_BUILD_ID_MAX + 1];
+		bool added;
 
-		if (!pp->used[i] || !m || seen[fr->map])
+		if (!m)
 			continue;
-		seen[fr->map] = 1;
+		if (set_add(&seen, fr->map, &added)) {
+			strbuf_fail(&pp->out, -ENOMEM);
+			break;
+		}
+		if (!added)
+			continue;
 		build_id_hex(m, hex);
 		strbuf_reset(&pp->msg);
 		pb_uint(&pp->msg, MAPPING_ID, fr->map);
@@ -240,7 +297,7 @@ static int put_mappings(struct pprof *pp)
 		pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1);
 		pb_msg(&pp->out, PROFILE_MAPPING, &pp->msg);
 	}
-	free(seen);
+	intern_free(&seen);
 	return pp->out.err;
 }
 
@@ -258,20 +315,13 @@ static int put_locations(struct pprof *pp)
 {
 	const struct agg *agg = profile__agg(pp->p);
 	const struct symtab *st = profile__symtab(pp->p);
-	size_t nframes = agg__nframes(agg), nseen = 0, i;
-	uint8_t *seen = NULL;
+	struct intern seen = INTERN_INIT(uint32_t, u32_eq);
 
-	for (i = 0; i < nframes; i++)
-		if (agg__frame(agg, i)->func >= nseen)
-			nseen = (size_t)agg__frame(agg, i)->func + 1;
-	seen = calloc(nseen ? nseen : 1, 1);
-	if (!seen)
-		return strbuf_fail(&pp->out, -ENOMEM);
-	for (i = 0; i < nframes && !pp->out.err; i++) {
+	for (size_t k = 0; k < intern_count(&pp->used) && !pp->out.err; k++) {
+		uint32_t i = pp->used_ids[k];
 		const struct agg_frame *fr = agg__frame(agg, i);
+		bool added;
 
-		if (!pp->used[i])
-			continue; /* a frame of another process's stacks only */
 		strbuf_reset(&pp->sub);
 		strbuf_reset(&pp->msg);
 		pb_uint(&pp->sub, LINE_FUNCTION_ID, (uint64_t)fr->func + 1);
@@ -282,9 +332,12 @@ static int put_locations(struct pprof *pp)
 		pb_uint(&pp->msg, LOCATION_ADDRESS, fr->addr);
 		pb_msg(&pp->msg, LOCATION_LINE, &pp->sub);
 		pb_msg(&pp->out, PROFILE_LOCATION, &pp->msg);
-		if (seen[fr->func])
+		if (set_add(&seen, fr->func, &added)) {
+			strbuf_fail(&pp->out, -ENOMEM);
+			break;
+		}
+		if (!added)
 			continue;
-		seen[fr->func] = 1;
 		strbuf_reset(&pp->msg);
 		pb_uint(&pp->msg, FUNCTION_ID, (uint64_t)fr->func + 1);
 		put_strid(pp, &pp->msg, FUNCTION_NAME, symtab__func_name(st, fr->func));
@@ -294,7 +347,7 @@ static int put_locations(struct pprof *pp)
 			(uint64_t)(int64_t)symtab__func_firstline(st, fr->func));
 		pb_msg(&pp->out, PROFILE_FUNCTION, &pp->msg);
 	}
-	free(seen);
+	intern_free(&seen);
 	return pp->out.err;
 }
 
@@ -380,23 +433,23 @@ int out_pprof_write(FILE *f, const struct profile *p)
 
 int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_pprof_opts *o)
 {
-	struct pprof pp = { .p = p, .o = o };
+	struct pprof pp = { .p = p, .o = o, .used = INTERN_INIT(uint32_t, u32_eq) };
 	const struct agg *agg = profile__agg(p);
 	size_t maxdepth = 1, i;
 	int err = 0;
 
-	for (i = 0; i < agg__nstacks(agg); i++)
-		if (agg__stack(agg, i)->nframes > maxdepth)
-			maxdepth = agg__stack(agg, i)->nframes;
+	for (i = 0; i < stacks_to_see(agg, o); i++)
+		if (stack_to_see(agg, o, i)->nframes > maxdepth)
+			maxdepth = stack_to_see(agg, o, i)->nframes;
 	pp.strs = strtab__new();
 	pp.ids = calloc(maxdepth, sizeof(*pp.ids));
-	pp.used = calloc(agg__nframes(agg) ? agg__nframes(agg) : 1, 1);
-	if (!pp.strs || !pp.ids || !pp.used || strtab__intern(pp.strs, "") != 0) {
+	if (!pp.strs || !pp.ids || strtab__intern(pp.strs, "") != 0) {
 		strbuf_fail(&pp.out, -ENOMEM);
 	} else {
 		/* each part does nothing once pp.out has an error */
 		put_header(&pp);
 		put_samples(&pp);
+		sort_used(&pp);
 		put_mappings(&pp);
 		put_locations(&pp);
 		for (i = 0; !pp.out.err && i < strtab__count(pp.strs); i++) {
@@ -410,7 +463,8 @@ int out_pprof_write_opts(FILE *f, const struct profile *p, const struct out_ppro
 		err = -EIO;
 	strtab__free(pp.strs);
 	free(pp.ids);
-	free(pp.used);
+	intern_free(&pp.used);
+	free(pp.used_ids);
 	strbuf_free(&pp.out);
 	strbuf_free(&pp.msg);
 	strbuf_free(&pp.sub);

@@ -107,6 +107,7 @@ struct profile {
 	/* the merged stack, then kernel frames and the pseudo-frame as in ids */
 	uint32_t mids[PW_MAX_FRAMES_CAP + NATIVE_MAX_FRAMES + PW_KSTACK_MAX + 1];
 	struct profile_drops drops;
+	struct profile_drops rotated_drops; /* of the windows rotated out of this profile */
 	struct profile_sampling sampling;
 	/* CLOCK_BOOTTIME when sampling.start_ns was stamped: the end is that start plus the
 	 * time elapsed since, whatever the wall clock did meanwhile; 0 for times given
@@ -1073,6 +1074,12 @@ uint64_t profile__timeline_dropped(const struct profile *p)
 	return p->events_dropped;
 }
 
+void profile__run_drops(const struct profile *p, struct profile_drops *out)
+{
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		out->n[i] = p->drops.n[i] + p->rotated_drops.n[i];
+}
+
 uint64_t profile__dropped(const struct profile *p)
 {
 	uint64_t n = 0;
@@ -1253,6 +1260,9 @@ struct profile *profile__rotate(struct profile *p)
 	p->owns_symtab = true;
 	w->owns_symtab = false;
 	p->opts = w->opts;
+	/* the window's drops go with it; the run's summary still counts them */
+	for (int i = 0; i < PROFILE_DROP__COUNT; i++)
+		p->rotated_drops.n[i] = w->rotated_drops.n[i] + w->drops.n[i];
 	end = line_at(w, boot);
 	w->sampling.end_ns = end;
 	p->sampling = (struct profile_sampling){

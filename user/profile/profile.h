@@ -194,6 +194,9 @@ const struct profile_event *profile__timeline(const struct profile *p, size_t *n
 uint64_t profile__timeline_dropped(const struct profile *p);
 /* Shipped records not counted, all reasons together. */
 uint64_t profile__dropped(const struct profile *p);
+/* The same as profile__drops, and of every window rotated out of p before (profile__rotate):
+ * what a run did not count, for its summary. */
+void profile__run_drops(const struct profile *p, struct profile_drops *out);
 /* The process of agg stacks' `proc` field (NULL if out of range). */
 const struct profile_process *profile__process(const struct profile *p, uint32_t proc);
 size_t profile__nprocesses(const struct profile *p);
