@@ -73,7 +73,10 @@ static __always_inline void count_blocked_ns(__u32 block, __u64 ns)
 }
 
 /* Tell userspace that the wait `out` of thread `tid`, whose stack it holds, ended now after
- * `off_ns` (0: it ended unseen). 0, or -1 when the record was lost (counted). */
+ * `off_ns` (0: it ended unseen). 0, or -1 when the record was lost (counted).
+ * The consumer is woken by the samples' rule, not for each record: a wakeup per return
+ * made pywalk preempt the threads it watches, each preemption a switch-out to walk and a
+ * return to ship, a storm of tens of thousands a second that it then charged to them. */
 static __always_inline int ship_resumption(__u32 tid, __u64 now, __u64 off_ns,
 					   const struct pw_switched_out *out)
 {
@@ -83,8 +86,11 @@ static __always_inline int ship_resumption(__u32 tid, __u64 now, __u64 off_ns,
 				   .off_ns = off_ns,
 				   .target = out->target,
 				   .block = out->block };
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &cpu);
+	__u64 flags = s ? wakeup_flags(s, now, sizeof(r)) : 0;
 
-	if (bpf_ringbuf_output(&events, &r, sizeof(r), 0)) {
+	if (bpf_ringbuf_output(&events, &r, sizeof(r), flags)) {
 		count(PW_COUNTER_INDEX(PW_CNT_OFFCPU_LOST));
 		return -1;
 	}
