@@ -10,6 +10,9 @@
   0.25 s (feeder sleeps in between).
 * selector: blocked in select.select on a socket nothing is ever written to, 0.4 s at a
   time.
+
+Before READY it prints each waiting thread's kernel thread id ("TIDS nap=123 ..."): the
+tests read how long each one ran from /proc.
 """
 import os
 import select
@@ -30,9 +33,15 @@ def busy(seconds):
 
 
 named = threading.Event()
+native_ids = {}
+
+
+def started(name):
+    native_ids[name] = threading.get_native_id()
 
 
 def nap():
+    started("nap")
     if os.environ.get("HOSTILE_COMM"):
         # a thread name that would clear a terminal and retitle it, if printed raw
         import ctypes
@@ -45,12 +54,14 @@ def nap():
 
 
 def waiter():
+    started("waiter")
     while True:
         if held.acquire(timeout=0.3):  # @wait_lock
             held.release()
 
 
 def stuck():
+    started("stuck")
     held.acquire()  # @stuck_lock
 
 
@@ -59,17 +70,20 @@ quiet, _quiet_peer = socket.socketpair()
 
 
 def reader():
+    started("reader")
     while True:
         fed.recv(1)  # @reader_recv
 
 
 def feeder():
+    started("feeder")
     while True:
         time.sleep(0.25)  # @feeder_sleep
         feeding.send(b"x")  # @feeder_send
 
 
 def selector():
+    started("selector")
     while True:
         select.select([quiet], [], [], 0.4)  # @selector_select
 
@@ -80,6 +94,9 @@ for fn in (reader, feeder, selector):
     threading.Thread(target=fn, daemon=True).start()
 threading.Thread(target=waiter, daemon=True).start()
 named.wait()
+while len(native_ids) < 6:
+    time.sleep(0.001)
+print("TIDS " + " ".join("%s=%d" % kv for kv in sorted(native_ids.items())), flush=True)
 print("READY", flush=True)
 while True:
     busy(0.03)  # @main_busy
