@@ -153,8 +153,14 @@ def test_dump_says_who_holds_the_gil(pywalk, gil_interp, start_target):
     t = start_target(interp, script="gil_target.py")
     tids, _, _ = accounting(t)
     python_threads = {tids["Spinner"], tids["Mixer"]}
-    seen = 0
-    for _ in range(6):
+    # The GIL is free for an instant at each handoff between the two spinning threads, and
+    # longer on a loaded machine, where the thread taking it waits for a CPU: a dump may
+    # find no holder, rightly. Dumps go on until three find a Python thread holding it (28
+    # of 30 do on a quiet machine, 2 of 6 did in a loaded CI run), 100 at most: a machine
+    # where only 1 dump in 10 finds one still passes but for 1 run in 500.
+    seen = dumps = 0
+    while seen < 3 and dumps < 100:
+        dumps += 1
         r = e2e.run_pywalk(["dump", "-p", t.pid, "--json"])
         assert r.returncode == 0, r.stderr
         (p,) = json.loads(r.stdout)["processes"]
@@ -163,10 +169,12 @@ def test_dump_says_who_holds_the_gil(pywalk, gil_interp, start_target):
         assert len(holders) <= 1, p
         assert t.pid not in holders, p
         seen += bool(set(holders) & python_threads)
-        text = e2e.run_pywalk(["dump", "-p", t.pid])
-        assert text.returncode == 0, text.stderr
-        assert text.stdout.count(", holds the GIL)") <= 1, text.stdout
-    assert seen >= 3, "a Python-running thread held the GIL in %d of 6 dumps" % seen
+        if dumps <= 6:
+            text = e2e.run_pywalk(["dump", "-p", t.pid])
+            assert text.returncode == 0, text.stderr
+            assert text.stdout.count(", holds the GIL)") <= 1, text.stdout
+    print("%s: a Python thread held the GIL in %d of %d dumps" % (interp, seen, dumps))
+    assert seen >= 3, "a Python-running thread held the GIL in %d of %d dumps" % (seen, dumps)
 
 
 def test_free_threaded_has_no_gil_to_attribute(pywalk, ft_interp, start_target, tmp_path):
