@@ -67,13 +67,15 @@ def pywalk_path():
     return os.environ.get("PYWALK") or os.path.join(REPO, "build", "pywalk")
 
 
-def run_pywalk(args, timeout=60):
-    """Run pywalk with args; returns CompletedProcess with text stdout/stderr.
+def run_pywalk(args, timeout=60, **kw):
+    """Run pywalk with args; returns CompletedProcess with text stdout/stderr. kw are
+    subprocess options on top (a umask or CPU affinity set in the child, another stderr).
     A run that outlives timeout is killed and reported as a test failure by the caller
     (subprocess.TimeoutExpired propagates)."""
-    return subprocess.run([pywalk_path()] + [str(a) for a in args], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=timeout)
+    opts = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                universal_newlines=True, timeout=timeout)
+    opts.update(kw)
+    return subprocess.run([pywalk_path()] + [str(a) for a in args], **opts)
 
 
 # --- waiting for conditions and judging shares ----------------------------------------

@@ -339,12 +339,9 @@ def test_pywalk_does_not_preempt_the_threads_it_watches(pywalk, interp, start_ta
     for tid in t.tids():
         os.sched_setaffinity(tid, {0})
     path = str(tmp_path / "pinned.folded")
-    r = subprocess.run([pywalk, "record", "--mode", "off-cpu", "-p", str(t.pid), "-d",
-                        str(SECONDS), "-o", path], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, timeout=120,
-                       preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    r = e2e.run_pywalk(["record", "--mode", "off-cpu", "-p", t.pid, "-d", SECONDS, "-o", path],
+                       timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
     assert r.returncode == 0, e2e.describe_run(r, path)
-    runs, _, pair = offcpu_summary(r.stderr)
+    runs, _, _ = offcpu_summary(r.stderr)
     print("%s: %d switch-outs in %d s on one CPU" % (interp, runs, SECONDS))
     assert runs <= 2500, "%d switch-outs in %d s:\n%s" % (runs, SECONDS, r.stderr)

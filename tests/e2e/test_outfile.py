@@ -92,12 +92,7 @@ else:
 """
 
 
-def run(args, timeout=60, **kw):
-    """run pywalk like e2e.run_pywalk, with subprocess options (umask, stderr) on top"""
-    opts = dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                universal_newlines=True, timeout=timeout)
-    opts.update(kw)
-    return subprocess.run([e2e.pywalk_path()] + [str(a) for a in args], **opts)
+run = e2e.run_pywalk
 
 
 def attacker(script, *args):
